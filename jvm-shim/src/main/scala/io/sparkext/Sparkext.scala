@@ -1,0 +1,195 @@
+package io.sparkext
+
+import java.lang.ref.WeakReference
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
+
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.trees.TreePattern
+
+/** The session configuration keys sparkext reads, all per session and read at every call. */
+object Conf {
+  val Enabled = "spark.sparkext.enabled"
+  val Strict = "spark.sparkext.strict"
+  val TimeoutMs = "spark.sparkext.timeoutMs"
+  val ExcludedRules = "spark.sparkext.excludedRules"
+
+  val DefaultTimeoutMs = 10000L
+}
+
+/** Raised instead of a warning when `spark.sparkext.strict=true`. */
+class SparkextException(message: String, cause: Throwable = null)
+  extends RuntimeException(message, cause)
+
+/** Where the bridge sits in Catalyst's optimizer. */
+sealed abstract class Position(val name: String)
+object Position {
+  /** `injectPreCBORule`: once per query, after Catalyst's operator optimization. */
+  case object Once extends Position("once")
+  /** `injectOptimizerRule`: inside Catalyst's fixed-point operator-optimization batches. */
+  case object FixedPoint extends Position("fixed_point")
+
+  def parse(s: String): Position = s match {
+    case "once" => Once
+    case "fixed_point" => FixedPoint
+    case other => throw new IllegalArgumentException(
+      s"unknown rule position '$other' (expected 'once' or 'fixed_point')")
+  }
+}
+
+/** One registered Python rule as the JVM needs to know it: for exclusion and skipping. */
+final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePattern.Value])
+
+/** What `sparkext.enable` registered for one session. */
+final class Registration(
+    val bridge: RuleBridge,
+    val spec: MirrorSpec,
+    val rules: Seq[RuleInfo],
+    val version: Long) {
+
+  private val byPosition: Map[Position, Seq[RuleInfo]] = rules.groupBy(_.position)
+
+  def rulesAt(p: Position): Seq[RuleInfo] = byPosition.getOrElse(p, Nil)
+}
+
+/** The plan a position returned last time, so a fixed-point batch that hands it back is skipped. */
+private[sparkext] final case class Memo(plan: WeakReference[LogicalPlan], version: Long, excluded: String)
+
+/** Everything sparkext keeps for one SparkSession. */
+final class SessionBridge {
+  @volatile var registration: Registration = null
+  val metrics = new BridgeMetrics
+  private val memos = Map[Position, AtomicReference[Memo]](
+    Position.Once -> new AtomicReference[Memo](),
+    Position.FixedPoint -> new AtomicReference[Memo]())
+
+  def isMemoized(p: Position, plan: LogicalPlan, version: Long, excluded: String): Boolean = {
+    val m = memos(p).get()
+    m != null && m.version == version && m.excluded == excluded && (m.plan.get() eq plan)
+  }
+
+  def memoize(p: Position, plan: LogicalPlan, version: Long, excluded: String): Unit =
+    memos(p).set(Memo(new WeakReference(plan), version, excluded))
+
+  def forget(): Unit = memos.values.foreach(_.set(null))
+}
+
+/**
+ * The registry: which Python rules each session runs. Python calls these methods through py4j;
+ * the injected [[PythonRules]] read them at every optimizer call.
+ */
+object Sparkext {
+  private val mapper = new ObjectMapper()
+  private val versions = new AtomicLong()
+  // Weak keys: a session that is gone takes its rules and metrics with it.
+  private val sessions = new java.util.WeakHashMap[SparkSession, SessionBridge]()
+
+  def stateOrNull(session: SparkSession): SessionBridge = sessions.synchronized {
+    sessions.get(session)
+  }
+
+  private def state(session: SparkSession): SessionBridge = sessions.synchronized {
+    var s = sessions.get(session)
+    if (s == null) {
+      s = new SessionBridge
+      sessions.put(session, s)
+    }
+    s
+  }
+
+  /** True when this session's optimizer runs the injected rules (the extension is loaded). */
+  def isInstalled(session: SparkSession): Boolean = {
+    val optimizer = session.asInstanceOf[org.apache.spark.sql.classic.SparkSession]
+      .sessionState.optimizer
+    optimizer.batches.exists(_.rules.exists(_.isInstanceOf[PythonRules]))
+  }
+
+  /**
+   * Registers the Python rules for a session, replacing any earlier registration.
+   *
+   * `specJson` holds the rules (name, position, tree patterns) and the mirror (the Catalyst
+   * classes Python mirrors, with the kinds of their constructor arguments). Returns a JSON
+   * list of the mirror classes this Spark cannot build, each with the reason; those
+   * classes travel as opaque nodes, and the registration's version (for [[unregister]]).
+   */
+  def register(session: SparkSession, bridge: RuleBridge, specJson: String): String = {
+    val spec = mapper.readTree(specJson)
+    val rules = parseRules(spec.get("rules"))
+    val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
+    val s = state(session)
+    val version = versions.incrementAndGet()
+    s.registration = new Registration(bridge, mirror, rules, version)
+    s.forget()
+    mapper.writeValueAsString(java.util.Map.of(
+      "version", version,
+      "dropped", dropped.map { case (name, why) =>
+        java.util.Map.of("name", name, "reason", why)
+      }.toArray))
+  }
+
+  /**
+   * Removes the session's Python rules if `version` is still the registration in force
+   * (or always, for version 0); the metrics stay readable.
+   */
+  def unregister(session: SparkSession, version: Long): Unit = {
+    val s = stateOrNull(session)
+    if (s != null && s.registration != null && (version == 0 || s.registration.version == version)) {
+      s.registration = null
+      s.forget()
+    }
+  }
+
+  def isRegistered(session: SparkSession): Boolean = {
+    val s = stateOrNull(session)
+    s != null && s.registration != null
+  }
+
+  /** The session's counters as a JSON object (all zero when nothing ran yet). */
+  def metrics(session: SparkSession): String = {
+    val s = stateOrNull(session)
+    (if (s == null) new BridgeMetrics else s.metrics).toJson
+  }
+
+  def resetMetrics(session: SparkSession): Unit = {
+    val s = stateOrNull(session)
+    if (s != null) s.metrics.reset()
+  }
+
+  /**
+   * The request document the bridge would send for `plan` (for tests and `explain`).
+   * Needs a registration: the mirror decides what is mirrored and what is opaque.
+   */
+  def encodePlan(session: SparkSession, plan: LogicalPlan): String = {
+    val s = stateOrNull(session)
+    if (s == null || s.registration == null) {
+      throw new IllegalStateException("sparkext.enable(spark) has not run in this session")
+    }
+    new PlanEncoder(s.registration.spec).encode(plan, _ => ())
+  }
+
+  /** Runs the registered rules of one position on `plan`, as the optimizer would. */
+  def applyRules(session: SparkSession, plan: LogicalPlan, position: String): LogicalPlan =
+    new PythonRules(session, Position.parse(position)).apply(plan)
+
+  private def parseRules(node: JsonNode): Seq[RuleInfo] = {
+    val out = Seq.newBuilder[RuleInfo]
+    if (node != null) node.forEach { r =>
+      val patterns = Seq.newBuilder[TreePattern.Value]
+      val ps = r.get("patterns")
+      if (ps != null) ps.forEach { p =>
+        patterns += (try TreePattern.withName(p.asText()) catch {
+          case NonFatal(_) => throw new IllegalArgumentException(
+            s"rule '${r.get("name").asText()}' declares an unknown Catalyst tree pattern " +
+              s"'${p.asText()}' (see org.apache.spark.sql.catalyst.trees.TreePattern)")
+        })
+      }
+      out += RuleInfo(r.get("name").asText(), Position.parse(r.get("position").asText()),
+        patterns.result())
+    }
+    out.result()
+  }
+}

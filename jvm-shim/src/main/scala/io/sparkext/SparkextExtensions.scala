@@ -1,0 +1,17 @@
+package io.sparkext
+
+import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
+
+/**
+ * The class users name in `spark.sql.extensions`. It injects the bridge twice: once per
+ * query (`injectPreCBORule`, where sparkext's own rules run their batches to a fixed point in
+ * one call) and inside Catalyst's fixed-point operator-optimization batches
+ * (`injectOptimizerRule`) for rules that must interleave with Catalyst's. Both stay dormant
+ * until `sparkext.enable(spark)` registers Python rules for the session.
+ */
+class SparkextExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(ext: SparkSessionExtensions): Unit = {
+    ext.injectPreCBORule((session: SparkSession) => new PythonRules(session, Position.Once))
+    ext.injectOptimizerRule((session: SparkSession) => new PythonRules(session, Position.FixedPoint))
+  }
+}

@@ -1,0 +1,29 @@
+"""sparkext: Catalyst optimizer rules written in Python.
+
+    import sparkext
+    from pyspark.sql import SparkSession
+
+    spark = sparkext.configure(SparkSession.builder).getOrCreate()
+    sparkext.enable(spark)
+"""
+
+from sparkext.optimizer import Batch, FixedPoint, Once, Rule, RuleExecutor, rule
+from sparkext.session import (
+    EXTENSION_CLASS,
+    Enabled,
+    SparkextError,
+    configure,
+    disable,
+    enable,
+    jar_path,
+    metrics,
+    reset_metrics,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Batch", "EXTENSION_CLASS", "Enabled", "FixedPoint", "Once", "Rule", "RuleExecutor",
+    "SparkextError", "configure", "disable", "enable", "jar_path", "metrics", "reset_metrics",
+    "rule",
+]

@@ -1,0 +1,192 @@
+"""The machinery shared by plan nodes and expressions: immutable tree nodes, the
+``@mirror`` decorator that declares a Catalyst case class, and tree transforms.
+
+A mirror class lists its fields in the order of the Catalyst constructor, each with the
+*kind* of argument it is (``"e"`` expression, ``"p"`` plan, ``"es"`` sequence of
+expressions, ... — the table is in docs/wire-format.md). From that one declaration come
+the wire codec (both directions), ``children``, ``expressions`` and ``with_new_children``,
+and the spec the JVM uses to build the class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import field
+from typing import TypeVar
+
+T = TypeVar("T", bound="TreeNode")
+
+#: wire name (Catalyst's simple class name) -> mirror class
+MIRRORED: dict[str, type] = {}
+
+#: argument kind -> how its value holds trees: one, optional, a sequence, ...
+PLAN_KINDS = {"p": "one", "ps": "seq"}
+EXPR_KINDS = {"e": "one", "e?": "opt", "es": "seq", "ess": "seqs", "eps": "pairs"}
+
+
+def arg(kind: str, default=dataclasses.MISSING, **kw):
+    """A dataclass field that is a Catalyst constructor argument of the given kind."""
+    return field(default=default, metadata={"kind": kind}, **kw)
+
+
+def mirror(spark_class: str, *, pattern: str | None = None, special: bool = False):
+    """Declares a frozen dataclass as the mirror of the Catalyst class ``spark_class``.
+
+    ``pattern`` is the Catalyst ``TreePattern`` bit the class sets, which lets the JVM skip
+    the callback for plans a rule cannot match. ``special`` marks classes whose wire form
+    is written by hand on both sides (attributes, literals, aliases, InSet).
+    """
+
+    def wrap(cls):
+        cls = dataclasses.dataclass(frozen=True, slots=True, repr=False)(cls)
+        args = tuple((f.name, f.metadata["kind"]) for f in dataclasses.fields(cls)
+                     if "kind" in f.metadata)
+        cls._spark_class = spark_class
+        cls._wire = spark_class.rsplit(".", 1)[1]
+        cls._args = args
+        cls._special = special
+        cls._pattern = pattern
+        # Plans' children are plans; expressions' children are expressions.
+        kinds = cls._child_kinds
+        cls._kids = tuple((n, kinds[k]) for n, k in args if k in kinds)
+        cls._expr_fields = tuple((n, EXPR_KINDS[k]) for n, k in args if k in EXPR_KINDS)
+        _cache_hash(cls)
+        MIRRORED[cls._wire] = cls
+        return cls
+
+    return wrap
+
+
+def _cache_hash(cls) -> None:
+    # Frozen dataclasses hash every field recursively; trees are hashed often (sets of
+    # expressions, memo keys), so the hash is kept with the node.
+    compute = cls.__hash__
+
+    def __hash__(self):
+        return self._cached("#hash", lambda: compute(self))
+
+    cls.__hash__ = __hash__
+
+
+def mirror_spec() -> list[dict]:
+    """What the JVM needs to build every mirror class: name, Catalyst class, argument kinds."""
+    return [{"name": c._wire, "cls": c._spark_class,
+             "kinds": None if c._special else [k for _, k in c._args]}
+            for c in MIRRORED.values()]
+
+
+def _flatten(value, how: str) -> Iterator:
+    if how == "one":
+        yield value
+    elif how == "opt":
+        if value is not None:
+            yield value
+    elif how == "seq":
+        yield from value
+    elif how == "seqs":
+        for s in value:
+            yield from s
+    else:  # pairs
+        for a, b in value:
+            yield a
+            yield b
+
+
+def _unflatten(value, how: str, it: Iterator):
+    if how == "one":
+        return next(it)
+    if how == "opt":
+        return None if value is None else next(it)
+    if how == "seq":
+        return tuple(next(it) for _ in value)
+    if how == "seqs":
+        return tuple(tuple(next(it) for _ in s) for s in value)
+    return tuple((next(it), next(it)) for _ in value)
+
+
+class TreeNode:
+    """Base of plan nodes and expressions: immutable, compared by structure.
+
+    Derived facts are computed once per node and kept in ``_cache`` (the node itself
+    never changes, so neither do they).
+    """
+
+    __slots__ = ("_cache",)
+
+    def _cached(self, key: str, compute: Callable):
+        try:
+            cache = self._cache
+        except AttributeError:
+            cache = {}
+            object.__setattr__(self, "_cache", cache)
+        try:
+            return cache[key]
+        except KeyError:
+            value = cache[key] = compute()
+            return value
+
+    # -- structure --------------------------------------------------------------------------
+
+    #: which argument kinds hold this tree's children (set for plans and for expressions)
+    _child_kinds = PLAN_KINDS
+    #: (field, how) of the fields holding children, set by @mirror
+    _kids = ()
+
+    @property
+    def children(self) -> tuple:
+        return self._cached("children", lambda: tuple(
+            c for name, how in self._kids for c in _flatten(getattr(self, name), how)))
+
+    def with_new_children(self: T, children) -> T:
+        """This node with ``children`` in place of its own (same count, same order)."""
+        children = tuple(children)
+        old = self.children
+        if len(children) != len(old):
+            raise ValueError(f"{type(self).__name__} has {len(old)} children, got {len(children)}")
+        if all(a is b for a, b in zip(children, old)):
+            return self
+        it = iter(children)
+        return self.copy(**{name: _unflatten(getattr(self, name), how, it)
+                            for name, how in self._kids})
+
+    def copy(self: T, **changes) -> T:
+        """A new node with some fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    # -- traversal --------------------------------------------------------------------------
+
+    def transform_up(self: T, fn: Callable) -> T:
+        """Applies ``fn`` to every node, children first. Unchanged subtrees are kept as they are."""
+        old = self.children
+        if old:
+            new = tuple(c.transform_up(fn) for c in old)
+            node = self.with_new_children(new)
+        else:
+            node = self
+        return fn(node)
+
+    def transform_down(self: T, fn: Callable) -> T:
+        """Applies ``fn`` to every node, parents first; ``fn``'s result is then descended into."""
+        node = fn(self)
+        old = node.children
+        if not old:
+            return node
+        return node.with_new_children(tuple(c.transform_down(fn) for c in old))
+
+    def walk(self) -> Iterator:
+        """Every node of the tree, parents before children."""
+        stack = [self]
+        while stack:
+            n = stack.pop()
+            yield n
+            stack.extend(reversed(n.children))
+
+    def find(self, pred: Callable):
+        return next((n for n in self.walk() if pred(n)), None)
+
+    def exists(self, pred: Callable) -> bool:
+        return self.find(pred) is not None
+
+    def collect(self, pred: Callable) -> list:
+        return [n for n in self.walk() if pred(n)]

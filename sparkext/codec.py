@@ -1,0 +1,477 @@
+"""The wire format, Python half (docs/wire-format.md is the reference; the JVM half is
+``jvm-shim/.../PlanCodec.scala``).
+
+:class:`Decoded` turns one request document into the mirror and remembers which mirror
+object came from which JVM handle. :func:`encode_answer` writes the rewritten plan back:
+every object that is still the very object decoded goes back as ``{"ref": h}``, so the
+JVM reuses the original Catalyst object; new objects go in full. :func:`encode_request`
+writes the request format itself (used by tests to prove the decoder loses nothing).
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sparkext import _tree
+from sparkext.expressions import (
+    Alias,
+    AttributeReference,
+    Expression,
+    FreshId,
+    InSet,
+    Literal,
+    OpaqueExpression,
+    Value,
+)
+from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
+from sparkext.types import DataType
+
+VERSION = 1
+
+
+class WireError(ValueError):
+    """A document that does not follow the wire format, or a plan that cannot be sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class MapValue:
+    """The value of a MAP literal: keys and values, in Spark's order."""
+
+    keys: tuple
+    values: tuple
+
+
+# ---------------------------------------------------------------------------------------------
+# Literal values
+
+
+@lru_cache(maxsize=512)
+def _type_value(t: DataType):
+    return t.value
+
+
+def _float_in(v):
+    if isinstance(v, str):
+        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[v]
+    return float(v)
+
+
+def _float_out(v):
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+def value_in(v, t) -> object:
+    """A literal value from its wire form; ``t`` is the type's JSON value."""
+    if v is None:
+        return None
+    if isinstance(t, str):
+        if t in ("float", "double"):
+            return _float_in(v)
+        if t == "binary":
+            return base64.b64decode(v)
+        if t.startswith("decimal"):
+            return decimal.Decimal(v)
+        if t == "interval":
+            return tuple(v)
+        if t == "variant":
+            return (base64.b64decode(v[0]), base64.b64decode(v[1]))
+        return v
+    kind = t["type"]
+    if kind == "array":
+        et = t["elementType"]
+        return tuple(value_in(x, et) for x in v)
+    if kind == "map":
+        return MapValue(value_in(v["k"], {"type": "array", "elementType": t["keyType"]}),
+                        value_in(v["v"], {"type": "array", "elementType": t["valueType"]}))
+    if kind == "struct":
+        return tuple(value_in(x, f["type"]) for x, f in zip(v, t["fields"]))
+    return v
+
+
+def value_out(v, t):
+    """The wire form of a literal value (inverse of :func:`value_in`)."""
+    if v is None:
+        return None
+    if isinstance(t, str):
+        if t in ("float", "double"):
+            return _float_out(float(v))
+        if t == "binary":
+            return base64.b64encode(bytes(v)).decode("ascii")
+        if t.startswith("decimal"):
+            return format(decimal.Decimal(v), "f")
+        if t == "interval":
+            return list(v)
+        if t == "variant":
+            return [base64.b64encode(v[0]).decode("ascii"), base64.b64encode(v[1]).decode("ascii")]
+        if t == "boolean":
+            return bool(v)
+        return v
+    kind = t["type"]
+    if kind == "array":
+        return [value_out(x, t["elementType"]) for x in v]
+    if kind == "map":
+        return {"k": [value_out(x, t["keyType"]) for x in v.keys],
+                "v": [value_out(x, t["valueType"]) for x in v.values]}
+    if kind == "struct":
+        return [value_out(x, f["type"]) for x, f in zip(v, t["fields"])]
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+class Decoded:
+    """One request document, decoded.
+
+    ``plan`` is the mirror. The decoder keeps, for every object it made, the JVM handle
+    it stands for (by identity: frozen objects cannot carry a "still original" flag that
+    ``dataclasses.replace`` would not copy).
+    """
+
+    def __init__(self, doc: dict):
+        if doc.get("v") != VERSION:
+            raise WireError(f"wire format version {doc.get('v')!r}, this sparkext speaks {VERSION}")
+        self.doc = doc
+        self.call_id = doc.get("id")
+        self.position = doc.get("pos")
+        self.excluded = frozenset(doc.get("excluded", ()))
+        self.types = [DataType(t) for t in doc["types"]]
+        self.attrs = [self._attr(a) for a in doc["attrs"]]
+        self.attr_index = {id(a): i for i, a in enumerate(self.attrs)}
+        self.attr_by_value: dict[AttributeReference, int] = {}
+        for i, a in enumerate(self.attrs):
+            self.attr_by_value.setdefault(a, i)
+        self.handles: dict[int, int] = {}
+        self.relations: dict[int, Relation] = {}
+        self.extra: dict[int, dict] = {}
+        self.opaque_raw: dict[int, list] = {}
+        self._alive: list = []  # keeps decoded objects alive, so their ids stay theirs
+        self.plan = self.node(doc["plan"])
+
+    @classmethod
+    def from_json(cls, text: str) -> Decoded:
+        return cls(json.loads(text))
+
+    def _attr(self, a: list) -> AttributeReference:
+        return AttributeReference(a[0], self.types[a[2]], a[3], a[5] if len(a) > 5 else None,
+                                  a[1], tuple(a[4]))
+
+    def _keep(self, obj, h: int):
+        self.handles[id(obj)] = h
+        self._alive.append(obj)
+        return obj
+
+    def handle_of(self, obj) -> int | None:
+        return self.handles.get(id(obj))
+
+    # -- plans -----------------------------------------------------------------------------
+
+    def node(self, j: dict) -> LogicalPlan:
+        k = j["k"]
+        h = j["h"]
+        if k == "Relation":
+            obj = Relation(j["cls"], self.exprs(j["out"]), h, j.get("name"),
+                           self.exprs(j["ord"]) if "ord" in j else ())
+            self.relations[h] = obj
+        elif k == "Opaque":
+            raw = j.get("x")
+            exprs = ()
+            if raw:
+                self.opaque_raw[h] = raw
+                exprs = Lazy(lambda: self.exprs(raw))
+            obj = Opaque(j["cls"], self.exprs(j["out"]), tuple(self.node(c) for c in j["c"]), h,
+                         exprs)
+        else:
+            cls = _tree.MIRRORED.get(k)
+            if cls is None:
+                raise WireError(f"unknown plan node kind {k!r}")
+            obj = cls(*self._args(cls, j["p"]))
+        return self._keep(obj, h)
+
+    def _args(self, cls, p: list) -> list:
+        return [self.arg(kind, v) for (_, kind), v in zip(cls._args, p)]
+
+    def arg(self, kind: str, v):
+        if kind == "e":
+            return self.expr(v)
+        if kind == "es":
+            return self.exprs(v)
+        if kind == "p":
+            return self.node(v)
+        if kind == "e?":
+            return None if v is None else self.expr(v)
+        if kind == "ps":
+            return tuple(self.node(x) for x in v)
+        if kind == "ess":
+            return tuple(self.exprs(x) for x in v)
+        if kind == "eps":
+            return tuple((self.expr(a), self.expr(b)) for a, b in v)
+        if kind == "t":
+            return self.types[v]
+        if kind in ("ss", "is"):
+            return tuple(v)
+        if kind in ("x", "x?"):
+            return None if v is None else Value(v["s"], v["v"])
+        if kind == "jt":
+            if isinstance(v, str):
+                return v
+            if "ExistenceJoin" in v:
+                return ExistenceJoin(self.expr(v["ExistenceJoin"]))
+            return Value(v["s"], v["v"])
+        if kind == "aid":
+            return AliasIdentifier(v[0], tuple(v[1]))
+        return v  # s, s?, i, i?, l, l?, d, b, c, dir, no
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def exprs(self, js: list) -> tuple:
+        return tuple(self.expr(x) for x in js)
+
+    def expr(self, j: dict) -> Expression:
+        a = j.get("a")
+        if a is not None:
+            return self.attrs[a]
+        k = j["k"]
+        t = j.get("t")
+        meta = {"_type": None if t is None else self.types[t], "_nullable": j.get("n")}
+        if k == "Literal":
+            dt = self.types[t]
+            obj = Literal(value_in(j["v"], _type_value(dt)), dt)
+        elif k == "Alias":
+            p = j["p"]
+            obj = Alias(self.expr(p[0]), p[1], p[2], tuple(p[3]), p[4], tuple(p[5]), **meta)
+        elif k == "InSet":
+            p = j["p"]
+            child = self.expr(p[0])
+            ct = _type_value(child.data_type)
+            obj = InSet(child, tuple(value_in(v, ct) for v in p[1]), **meta)
+        elif k == "Opaque":
+            refs = None
+            if "r" in j:
+                refs = frozenset().union(*(e.references for e in self.exprs(j["r"])))
+            obj = OpaqueExpression(j["cls"], self.exprs(j["c"]), j["h"], j.get("d", True),
+                                   j.get("f", False), refs, **meta)
+            if "r" in j:
+                self.extra[id(obj)] = {"r": j["r"]}
+        else:
+            cls = _tree.MIRRORED.get(k)
+            if cls is None:
+                raise WireError(f"unknown expression kind {k!r}")
+            obj = cls(*self._args(cls, j["p"]), **meta)
+        return self._keep(obj, j["h"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+class _Encoder:
+    """Writes mirror objects in wire form.
+
+    ``answer`` mode (what Python sends back): objects still identical to decoded ones
+    become references, new ones are written in full without handles. ``request`` mode
+    writes exactly what the JVM sent (handles, types, opaque details): the identity the
+    round-trip tests check.
+    """
+
+    def __init__(self, decoded: Decoded | None, request: bool = False):
+        self.d = decoded
+        self.request = request
+        if request:
+            self.types = [t.json for t in decoded.types]
+            self.type_index = {t: i for i, t in enumerate(decoded.types)}
+        else:
+            self.types = []
+            self.type_index = {}
+
+    def type_id(self, t: DataType) -> int:
+        i = self.type_index.get(t)
+        if i is None:
+            i = self.type_index[t] = len(self.types)
+            self.types.append(t.json)
+        return i
+
+    def _known(self, obj) -> int | None:
+        return None if self.d is None else self.d.handle_of(obj)
+
+    # -- plans -----------------------------------------------------------------------------
+
+    def node(self, p: LogicalPlan) -> dict:
+        h = self._known(p)
+        if h is not None and not self.request:
+            return {"ref": h}
+        if isinstance(p, Relation):
+            return self._relation(p)
+        if isinstance(p, Opaque):
+            if self.request:
+                j = {"k": "Opaque", "cls": p.cls, "out": [self.expr(a) for a in p.output],
+                     "c": [self.node(c) for c in p.children]}
+                if isinstance(p.exprs, Lazy) and not p.exprs.is_decoded:
+                    j["x"] = self.d.opaque_raw[p.handle]
+                elif p.expressions:
+                    j["x"] = [self.expr(e) for e in p.expressions]
+            else:
+                j = {"k": "Opaque", "src": p.handle, "c": [self.node(c) for c in p.children]}
+                # A tuple (not the Lazy the decoder made) means a rule replaced them.
+                if not isinstance(p.exprs, Lazy) and p.exprs:
+                    j["x"] = [self.expr(e) for e in p.exprs]
+            return self._with_handle(j, h)
+        if not isinstance(p, LogicalPlan) or not hasattr(p, "_wire"):
+            raise WireError(f"a rule returned {type(p).__name__}, not a plan node")
+        j = {"k": p._wire, "p": [self.arg(kind, getattr(p, name)) for name, kind in p._args]}
+        return self._with_handle(j, h)
+
+    def _with_handle(self, j: dict, h) -> dict:
+        if self.request:
+            j = {"h": h, **j}
+        return j
+
+    def _relation(self, r: Relation) -> dict:
+        if self.request:
+            j = {"h": r.handle, "k": "Relation", "cls": r.cls}
+            if r.name is not None:
+                j["name"] = r.name
+            j["out"] = [self.expr(a) for a in r.output]
+            if r.ordering:
+                j["ord"] = [self.expr(o) for o in r.ordering]
+            return j
+        original = None if self.d is None else self.d.relations.get(r.handle)
+        if original is None or original != r:
+            raise WireError(f"a rule changed the relation {r.simple_string()}: relations cannot "
+                            "be rebuilt, only kept (put a Project above it instead)")
+        return {"ref": r.handle}
+
+    def arg(self, kind: str, v):
+        if kind == "e":
+            return self.expr(v)
+        if kind == "es":
+            return [self.expr(x) for x in v]
+        if kind == "p":
+            return self.node(v)
+        if kind == "e?":
+            return None if v is None else self.expr(v)
+        if kind == "ps":
+            return [self.node(x) for x in v]
+        if kind == "ess":
+            return [[self.expr(x) for x in s] for s in v]
+        if kind == "eps":
+            return [[self.expr(a), self.expr(b)] for a, b in v]
+        if kind == "t":
+            return self.type_id(v)
+        if kind in ("ss", "is"):
+            return list(v)
+        if kind in ("x", "x?"):
+            return None if v is None else self._value(v)
+        if kind == "jt":
+            if isinstance(v, str):
+                return v
+            if isinstance(v, ExistenceJoin):
+                return {"ExistenceJoin": self.expr(v.exists)}
+            return self._value(v)
+        if kind == "aid":
+            return [v.name, list(v.qualifier)]
+        return v
+
+    def _value(self, v: Value) -> dict:
+        if v.handle is None:
+            raise WireError(f"the value {v.text!r} was not sent by Spark and cannot be built")
+        return {"v": v.handle, "s": v.text} if self.request else {"v": v.handle}
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def expr_id(self, i):
+        if isinstance(i, FreshId):
+            if self.request:
+                raise WireError("a request cannot hold new expression ids")
+            return {"nid": i.n}
+        return i
+
+    def _annotate(self, j: dict, e: Expression) -> dict:
+        if self.request:
+            if e._type is not None:
+                j["t"] = self.type_id(e._type)
+            if e._nullable is not None:
+                j["n"] = e._nullable
+        return j
+
+    def expr(self, e: Expression) -> dict:
+        if isinstance(e, AttributeReference):
+            return self._attribute(e)
+        h = self._known(e)
+        if h is not None and not self.request:
+            return {"ref": h}
+        if isinstance(e, Literal):
+            j = {"k": "Literal", "v": value_out(e.value, _type_value(e.data_type_)),
+                 "t": self.type_id(e.data_type_)}
+            return self._with_handle(j, h)
+        if isinstance(e, Alias):
+            j = {"k": "Alias", "p": [self.expr(e.child), e.name, self.expr_id(e.expr_id),
+                                     list(e.qualifier), e.explicit_metadata,
+                                     list(e.non_inheritable_metadata_keys)]}
+        elif isinstance(e, InSet):
+            ct = _type_value(e.child.data_type)
+            j = {"k": "InSet", "p": [self.expr(e.child), [value_out(v, ct) for v in e.hset]]}
+        elif isinstance(e, OpaqueExpression):
+            if self.request:
+                j = {"k": "Opaque", "cls": e.cls, "c": [self.expr(c) for c in e.children_]}
+                if not e.deterministic_:
+                    j["d"] = False
+                if e.foldable_:
+                    j["f"] = True
+                extra = self.d.extra.get(id(e))
+                if extra:
+                    j["r"] = extra["r"]
+            else:
+                j = {"k": "Opaque", "src": e.handle, "c": [self.expr(c) for c in e.children_]}
+        elif hasattr(e, "_wire") and not e._special:
+            j = {"k": e._wire, "p": [self.arg(kind, getattr(e, name)) for name, kind in e._args]}
+        else:
+            raise WireError(f"a rule returned {type(e).__name__}, not an expression")
+        return self._annotate(self._with_handle(j, h), e)
+
+    def _attribute(self, a: AttributeReference) -> dict:
+        if self.d is not None:
+            i = self.d.attr_index.get(id(a))
+            if i is None:
+                i = self.d.attr_by_value.get(a)
+            if i is not None:
+                return {"a": i}
+        return {"k": "AttributeReference",
+                "p": [a.name, self.type_id(a.data_type_), a.nullable_, a.metadata,
+                      self.expr_id(a.expr_id), list(a.qualifier)]}
+
+
+def encode_answer(plan: LogicalPlan, decoded: Decoded, rules: list[str]) -> dict:
+    """The answer document for a rewritten plan."""
+    enc = _Encoder(decoded)
+    return {"plan": enc.node(plan), "types": enc.types, "rules": rules}
+
+
+def encode_request(decoded: Decoded, plan: LogicalPlan | None = None) -> dict:
+    """The request document for ``plan`` (default: the decoded plan), as the JVM wrote it."""
+    enc = _Encoder(decoded, request=True)
+    j = {"v": VERSION}
+    for key in ("id", "pos", "excluded"):
+        if key in decoded.doc:
+            j[key] = decoded.doc[key]
+    j["plan"] = enc.node(decoded.plan if plan is None else plan)
+    j["attrs"] = [_attr_entry(a, enc) for a in decoded.attrs]
+    j["types"] = enc.types
+    return j
+
+
+def _attr_entry(a: AttributeReference, enc: _Encoder) -> list:
+    entry = [a.name, a.expr_id, enc.type_id(a.data_type_), a.nullable_, list(a.qualifier)]
+    if a.metadata is not None:
+        entry.append(a.metadata)
+    return entry

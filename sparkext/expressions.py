@@ -1,0 +1,866 @@
+"""The mirror of Catalyst expressions.
+
+Every class here is a frozen dataclass whose fields follow the Catalyst constructor, so a
+rule can build new expressions with Spark's own semantics: the JVM turns them into the
+very Catalyst classes named in ``@mirror``. Anything else arrives as
+:class:`OpaqueExpression`: rules can look at its children, type and determinism and replace
+its children, but cannot change the expression itself.
+
+Attributes compare by structure; to ask "is this the same column", compare ``expr_id``
+(or use :func:`sparkext.predicates.references`, which yields ids).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkext import types as T
+from sparkext._tree import EXPR_KINDS, TreeNode, arg, mirror
+from sparkext.types import DataType
+
+_C = "org.apache.spark.sql.catalyst.expressions."
+
+_fresh_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class FreshId:
+    """An expression id the JVM has yet to allocate (Python never invents real ids).
+
+    Every ``FreshId`` in one rewritten plan becomes one new Catalyst ``ExprId``; using the
+    same ``FreshId`` in an :class:`Alias` and in the attributes that refer to it keeps them
+    the same column.
+    """
+
+    n: int = field(default_factory=lambda: next(_fresh_ids))
+
+    def __repr__(self) -> str:
+        return f"new{self.n}"
+
+
+ExprId = int | FreshId
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A constructor argument sparkext does not model (a hint, an eval context, a sample
+    method...): kept on the JVM by handle, shown here as Spark's own text."""
+
+    text: str
+    # Two values that print the same are the same value: handles differ per occurrence.
+    handle: int | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Expression(TreeNode):
+    """Base of all mirrored expressions.
+
+    ``_type`` and ``_nullable`` are what Catalyst said of the expression when the plan
+    arrived; classes that can tell their own type (predicates, casts, literals) do not
+    need them, the others (arithmetic, functions) answer from them.
+    """
+
+    _type: DataType | None = field(default=None, kw_only=True, compare=False, repr=False)
+    _nullable: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
+
+    _child_kinds = EXPR_KINDS
+    _args = ()
+    #: The result type when it does not depend on the inputs (predicates).
+    _fixed_type = None
+
+    @property
+    def data_type(self) -> DataType:
+        if self._fixed_type is not None:
+            return self._fixed_type
+        if self._type is not None:
+            return self._type
+        return self._derive_type()
+
+    def _derive_type(self) -> DataType:
+        raise TypeError(f"the type of a new {type(self).__name__} is not known in Python; "
+                        "build it from expressions that came from Spark, or pass _type=")
+
+    @property
+    def nullable(self) -> bool:
+        if self._nullable is not None:
+            return self._nullable
+        return any(c.nullable for c in self.children)
+
+    @property
+    def deterministic(self) -> bool:
+        return self._cached("deterministic", lambda: all(c.deterministic for c in self.children))
+
+    @property
+    def foldable(self) -> bool:
+        ch = self.children
+        return bool(ch) and all(c.foldable for c in ch)
+
+    @property
+    def references(self) -> frozenset:
+        """The expression ids of the attributes this expression reads."""
+        return self._cached("references", lambda: frozenset().union(
+            *(c.references for c in self.children)))
+
+    def semantic_key(self):
+        """A hashable key equal for expressions that compute the same thing: attributes are
+        identified by id only (not name, qualifier or nullability), as Catalyst's
+        ``semanticEquals`` does."""
+        return self._cached("semkey", lambda: (type(self).__name__,) + tuple(
+            _semantic(getattr(self, f)) for f, _ in self._args))
+
+    def semantic_equals(self, other: Expression) -> bool:
+        return self.semantic_key() == other.semantic_key()
+
+    def __repr__(self) -> str:
+        return self.sql()
+
+    def sql(self) -> str:
+        args = ", ".join(_show(getattr(self, n)) for n, k in self._args if k in _SHOWN_KINDS)
+        return f"{_display_name(self)}({args})"
+
+
+_SHOWN_KINDS = {"e", "e?", "es", "ess", "eps", "t", "s", "s?", "i", "l", "d", "b", "c"}
+
+
+def _display_name(e) -> str:
+    return type(e).__name__.lower()
+
+
+def _show(v) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    if v is None:
+        return "None"
+    return repr(v) if not isinstance(v, str) else v
+
+
+def _semantic(v):
+    if isinstance(v, Expression):
+        return v.semantic_key()
+    if isinstance(v, tuple):
+        return tuple(_semantic(x) for x in v)
+    return v
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Leaves: attributes and literals
+
+
+@mirror(_C + "AttributeReference", special=True, pattern="ATTRIBUTE_REFERENCE")
+class AttributeReference(Expression):
+    """A column. ``expr_id`` identifies it across the plan; the JVM keeps the original
+    Catalyst object whenever it comes back unchanged."""
+
+    name: str = arg("s")
+    data_type_: DataType = arg("t")
+    nullable_: bool = arg("b")
+    metadata: str | None = arg("s?")
+    expr_id: ExprId = arg("id")
+    qualifier: tuple[str, ...] = arg("ss", default=())
+
+    @property
+    def data_type(self) -> DataType:
+        return self.data_type_
+
+    @property
+    def nullable(self) -> bool:
+        return self.nullable_
+
+    @property
+    def deterministic(self) -> bool:
+        return True
+
+    @property
+    def foldable(self) -> bool:
+        return False
+
+    @property
+    def references(self) -> frozenset:
+        return frozenset((self.expr_id,))
+
+    def semantic_key(self):
+        return ("attr", self.expr_id)
+
+    def with_nullability(self, nullable: bool) -> AttributeReference:
+        return self if nullable == self.nullable_ else self.copy(nullable_=nullable)
+
+    def with_qualifier(self, qualifier) -> AttributeReference:
+        qualifier = tuple(qualifier)
+        return self if qualifier == self.qualifier else self.copy(qualifier=qualifier)
+
+    def to_attribute(self) -> AttributeReference:
+        return self
+
+    def sql(self) -> str:
+        return f"{self.name}#{self.expr_id}"
+
+
+@mirror(_C + "Literal", special=True, pattern="LITERAL")
+class Literal(Expression):
+    """A constant. ``value`` uses Spark's internal representation: ints for
+    byte/short/int/long/date (days)/timestamp (microseconds)/intervals, ``float``,
+    ``str``, ``bytes``, ``decimal.Decimal``, lists for arrays and structs, ``{"k": [...],
+    "v": [...]}`` for maps, ``None`` for NULL. :func:`lit` builds one from a Python value."""
+
+    value: Any = arg("v")
+    data_type_: DataType = arg("t")
+
+    @property
+    def data_type(self) -> DataType:
+        return self.data_type_
+
+    @property
+    def nullable(self) -> bool:
+        return self.value is None
+
+    @property
+    def deterministic(self) -> bool:
+        return True
+
+    @property
+    def foldable(self) -> bool:
+        return True
+
+    @property
+    def references(self) -> frozenset:
+        return frozenset()
+
+    def semantic_key(self):
+        return ("lit", _hashable(self.value), self.data_type_)
+
+    def sql(self) -> str:
+        if self.value is None:
+            return "null"
+        if self.data_type_.is_string:
+            return repr(self.value)
+        return str(self.value)
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+def lit(value, data_type: DataType | None = None) -> Literal:
+    """A :class:`Literal` from a Python value; the type is inferred when not given."""
+    import datetime
+    import decimal as dec
+
+    if data_type is not None:
+        return Literal(value, data_type)
+    if value is None:
+        return Literal(None, T.NULL)
+    if isinstance(value, bool):
+        return Literal(value, T.BOOLEAN)
+    if isinstance(value, int):
+        return Literal(value, T.INT if -2**31 <= value < 2**31 else T.LONG)
+    if isinstance(value, float):
+        return Literal(value, T.DOUBLE)
+    if isinstance(value, str):
+        return Literal(value, T.STRING)
+    if isinstance(value, bytes):
+        return Literal(value, T.BINARY)
+    if isinstance(value, dec.Decimal):
+        sign, digits, exp = value.as_tuple()
+        scale = max(0, -exp)
+        return Literal(value, T.decimal(max(len(digits), scale, 1), scale))
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            raise ValueError("lit(): give a timezone-aware datetime (TIMESTAMP is an instant)")
+        delta = value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return Literal(delta // datetime.timedelta(microseconds=1), T.TIMESTAMP)
+    if isinstance(value, datetime.date):
+        return Literal((value - datetime.date(1970, 1, 1)).days, T.DATE)
+    raise TypeError(f"lit(): no Spark SQL type for {type(value).__name__}; pass data_type=")
+
+
+TRUE = Literal(True, T.BOOLEAN)
+FALSE = Literal(False, T.BOOLEAN)
+
+# ---------------------------------------------------------------------------------------------
+# Names
+
+
+@mirror(_C + "Alias", special=True, pattern="ALIAS")
+class Alias(Expression):
+    """``child AS name``. A new alias gets a new column: leave ``expr_id`` as a fresh
+    :class:`FreshId` (the default) and use :meth:`to_attribute` to refer to it."""
+
+    child: Expression = arg("e")
+    name: str = arg("s")
+    expr_id: ExprId = arg("id", default_factory=FreshId)
+    qualifier: tuple[str, ...] = arg("ss", default=())
+    explicit_metadata: str | None = arg("s?", default=None)
+    non_inheritable_metadata_keys: tuple[str, ...] = arg("ss", default=())
+
+    @property
+    def data_type(self) -> DataType:
+        return self.child.data_type
+
+    @property
+    def nullable(self) -> bool:
+        return self.child.nullable if self._nullable is None else self._nullable
+
+    def to_attribute(self) -> AttributeReference:
+        def build():
+            try:
+                dt = self.data_type
+            except TypeError:
+                dt = self._type
+            return AttributeReference(self.name, dt, self.nullable, None, self.expr_id,
+                                      self.qualifier)
+        return self._cached("attr", build)
+
+    def semantic_key(self):
+        return ("alias", self.child.semantic_key(), self.name, self.expr_id)
+
+    def sql(self) -> str:
+        return f"{self.child.sql()} AS {self.name}#{self.expr_id}"
+
+
+def to_attribute(e: Expression) -> AttributeReference:
+    """The output column of a named expression (an attribute or an alias)."""
+    if isinstance(e, (AttributeReference, Alias)):
+        return e.to_attribute()
+    if isinstance(e, OpaqueExpression) and e.attribute is not None:
+        return e.attribute
+    raise TypeError(f"{e!r} is not a named expression")
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes shared by many classes (their fields, in Catalyst's constructor order)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class UnaryExpression(Expression):
+    child: Expression = arg("e")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BinaryExpression(Expression):
+    left: Expression = arg("e")
+    right: Expression = arg("e")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class NaryExpression(Expression):
+    children_: tuple[Expression, ...] = arg("es")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class UnaryWithFailOnError(UnaryExpression):
+    """``child`` plus Catalyst's ANSI flag (``failOnError``)."""
+
+    fail_on_error: bool = arg("b", default=False)
+
+
+class Predicate(Expression):
+    __slots__ = ()
+    _fixed_type = T.BOOLEAN
+
+
+class NeverNull(Expression):
+    __slots__ = ()
+
+    @property
+    def nullable(self) -> bool:
+        return False
+
+
+class SameTypeAsChild(Expression):
+    __slots__ = ()
+
+    def _derive_type(self) -> DataType:
+        return self.children[0].data_type
+
+
+class BinaryOperator(BinaryExpression):
+    __slots__ = ()
+    symbol = "?"
+
+    def sql(self) -> str:
+        return f"({self.left.sql()} {self.symbol} {self.right.sql()})"
+
+
+class BinaryComparison(BinaryOperator, Predicate):
+    __slots__ = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Predicates
+
+
+@mirror(_C + "And", pattern="AND")
+class And(BinaryOperator, Predicate):
+    symbol = "AND"
+
+
+@mirror(_C + "Or", pattern="OR")
+class Or(BinaryOperator, Predicate):
+    symbol = "OR"
+
+
+@mirror(_C + "Not", pattern="NOT")
+class Not(UnaryExpression, Predicate):
+    def sql(self) -> str:
+        return f"NOT {self.child.sql()}"
+
+
+@mirror(_C + "EqualTo", pattern="BINARY_COMPARISON")
+class EqualTo(BinaryComparison):
+    symbol = "="
+
+
+@mirror(_C + "EqualNullSafe", pattern="BINARY_COMPARISON")
+class EqualNullSafe(BinaryComparison, NeverNull):
+    symbol = "<=>"
+
+
+@mirror(_C + "LessThan", pattern="BINARY_COMPARISON")
+class LessThan(BinaryComparison):
+    symbol = "<"
+
+
+@mirror(_C + "LessThanOrEqual", pattern="BINARY_COMPARISON")
+class LessThanOrEqual(BinaryComparison):
+    symbol = "<="
+
+
+@mirror(_C + "GreaterThan", pattern="BINARY_COMPARISON")
+class GreaterThan(BinaryComparison):
+    symbol = ">"
+
+
+@mirror(_C + "GreaterThanOrEqual", pattern="BINARY_COMPARISON")
+class GreaterThanOrEqual(BinaryComparison):
+    symbol = ">="
+
+
+@mirror(_C + "IsNull", pattern="NULL_CHECK")
+class IsNull(UnaryExpression, Predicate, NeverNull):
+    def sql(self) -> str:
+        return f"isnull({self.child.sql()})"
+
+
+@mirror(_C + "IsNotNull", pattern="NULL_CHECK")
+class IsNotNull(UnaryExpression, Predicate, NeverNull):
+    def sql(self) -> str:
+        return f"isnotnull({self.child.sql()})"
+
+
+@mirror(_C + "IsNaN")
+class IsNaN(UnaryExpression, Predicate, NeverNull):
+    pass
+
+
+@mirror(_C + "In", pattern="IN")
+class In(Predicate):
+    value: Expression = arg("e")
+    list: tuple[Expression, ...] = arg("es")
+
+    def sql(self) -> str:
+        return f"{self.value.sql()} IN ({', '.join(e.sql() for e in self.list)})"
+
+
+@mirror(_C + "InSet", special=True, pattern="INSET")
+class InSet(Predicate):
+    """``child IN (constants)``; ``hset`` holds the values as :class:`Literal` values do."""
+
+    child: Expression = arg("e")
+    hset: tuple = arg("vals")
+
+    def semantic_key(self):
+        return ("inset", self.child.semantic_key(), frozenset(_hashable(v) for v in self.hset))
+
+    def sql(self) -> str:
+        return f"{self.child.sql()} INSET {', '.join(map(repr, self.hset))}"
+
+
+@mirror(_C + "Like", pattern="LIKE_FAMLIY")
+class Like(BinaryExpression, Predicate):
+    escape_char: str = arg("c", default="\\")
+
+
+@mirror(_C + "StartsWith")
+class StartsWith(BinaryExpression, Predicate):
+    pass
+
+
+@mirror(_C + "EndsWith")
+class EndsWith(BinaryExpression, Predicate):
+    pass
+
+
+@mirror(_C + "Contains")
+class Contains(BinaryExpression, Predicate):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic. ``eval_context`` is Catalyst's NumericEvalContext (ANSI or not); a new
+# expression built with ``None`` takes the session's, as Catalyst's own constructors do.
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BinaryArithmetic(BinaryOperator):
+    eval_context: Value | None = arg("x", default=None)
+
+    def _derive_type(self) -> DataType:
+        lt, rt = self.left.data_type, self.right.data_type
+        if lt == rt and not lt.is_decimal:
+            return lt
+        return super()._derive_type()
+
+
+@mirror(_C + "Add", pattern="BINARY_ARITHMETIC")
+class Add(BinaryArithmetic):
+    symbol = "+"
+
+
+@mirror(_C + "Subtract", pattern="BINARY_ARITHMETIC")
+class Subtract(BinaryArithmetic):
+    symbol = "-"
+
+
+@mirror(_C + "Multiply", pattern="BINARY_ARITHMETIC")
+class Multiply(BinaryArithmetic):
+    symbol = "*"
+
+
+@mirror(_C + "Divide", pattern="BINARY_ARITHMETIC")
+class Divide(BinaryArithmetic):
+    symbol = "/"
+
+
+@mirror(_C + "Remainder", pattern="BINARY_ARITHMETIC")
+class Remainder(BinaryArithmetic):
+    symbol = "%"
+
+
+@mirror(_C + "IntegralDivide", pattern="BINARY_ARITHMETIC")
+class IntegralDivide(BinaryArithmetic):
+    symbol = "div"
+
+
+@mirror(_C + "Pmod", pattern="BINARY_ARITHMETIC")
+class Pmod(BinaryArithmetic):
+    symbol = "pmod"
+
+
+@mirror(_C + "UnaryMinus")
+class UnaryMinus(UnaryWithFailOnError, SameTypeAsChild):
+    pass
+
+
+@mirror(_C + "Abs")
+class Abs(UnaryWithFailOnError, SameTypeAsChild):
+    pass
+
+
+@mirror(_C + "Floor")
+class Floor(UnaryWithFailOnError):
+    pass
+
+
+@mirror(_C + "Ceil")
+class Ceil(UnaryWithFailOnError):
+    pass
+
+
+@mirror(_C + "Round")
+class Round(Expression):
+    child: Expression = arg("e")
+    scale: Expression = arg("e")
+    ansi_enabled: bool = arg("b", default=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Casts and conditionals
+
+
+@mirror(_C + "Cast", pattern="CAST")
+class Cast(Expression):
+    """``CAST(child AS to)``. ``eval_mode`` None takes the session's (ANSI or legacy)."""
+
+    child: Expression = arg("e")
+    to: DataType = arg("t")
+    time_zone_id: str | None = arg("s?", default=None)
+    eval_mode: Value | None = arg("x", default=None)
+
+    @property
+    def data_type(self) -> DataType:
+        return self.to
+
+    def sql(self) -> str:
+        return f"cast({self.child.sql()} as {self.to!r})"
+
+
+@mirror(_C + "If", pattern="IF")
+class If(Expression):
+    predicate: Expression = arg("e")
+    true_value: Expression = arg("e")
+    false_value: Expression = arg("e")
+
+    def _derive_type(self) -> DataType:
+        return self.true_value.data_type
+
+
+@mirror(_C + "CaseWhen", pattern="CASE_WHEN")
+class CaseWhen(Expression):
+    branches: tuple[tuple[Expression, Expression], ...] = arg("eps")
+    else_value: Expression | None = arg("e?", default=None)
+
+    def _derive_type(self) -> DataType:
+        return self.branches[0][1].data_type
+
+
+@mirror(_C + "Coalesce", pattern="COALESCE")
+class Coalesce(NaryExpression, SameTypeAsChild):
+    @property
+    def nullable(self) -> bool:
+        return all(c.nullable for c in self.children_)
+
+
+@mirror(_C + "Greatest")
+class Greatest(NaryExpression, SameTypeAsChild):
+    pass
+
+
+@mirror(_C + "Least")
+class Least(NaryExpression, SameTypeAsChild):
+    pass
+
+
+@mirror(_C + "NaNvl")
+class NaNvl(BinaryExpression):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Strings
+
+
+@mirror(_C + "Upper", pattern="UPPER_OR_LOWER")
+class Upper(UnaryExpression, SameTypeAsChild):
+    pass
+
+
+@mirror(_C + "Lower", pattern="UPPER_OR_LOWER")
+class Lower(UnaryExpression, SameTypeAsChild):
+    pass
+
+
+@mirror(_C + "Substring")
+class Substring(Expression):
+    str: Expression = arg("e")
+    pos: Expression = arg("e")
+    len: Expression = arg("e")
+
+
+@mirror(_C + "Length")
+class Length(UnaryExpression):
+    _fixed_type = T.INT
+
+
+@mirror(_C + "Concat", pattern="CONCAT")
+class Concat(NaryExpression):
+    pass
+
+
+@mirror(_C + "StringTrim")
+class StringTrim(Expression):
+    src: Expression = arg("e")
+    trim: Expression | None = arg("e?", default=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dates and times
+
+
+@mirror(_C + "Year")
+class Year(UnaryExpression):
+    _fixed_type = T.INT
+
+
+@mirror(_C + "Month")
+class Month(UnaryExpression):
+    _fixed_type = T.INT
+
+
+@mirror(_C + "DayOfMonth")
+class DayOfMonth(UnaryExpression):
+    _fixed_type = T.INT
+
+
+@mirror(_C + "Hour")
+class Hour(UnaryExpression):
+    time_zone_id: str | None = arg("s?", default=None)
+    _fixed_type = T.INT
+
+
+@mirror(_C + "DateAdd")
+class DateAdd(Expression):
+    start_date: Expression = arg("e")
+    days: Expression = arg("e")
+    _fixed_type = T.DATE
+
+
+@mirror(_C + "DateSub")
+class DateSub(Expression):
+    start_date: Expression = arg("e")
+    days: Expression = arg("e")
+    _fixed_type = T.DATE
+
+
+@mirror(_C + "TruncDate")
+class TruncDate(Expression):
+    """``trunc(date, format)``."""
+
+    date: Expression = arg("e")
+    format: Expression = arg("e")
+    _fixed_type = T.DATE
+
+
+@mirror(_C + "TruncTimestamp")
+class TruncTimestamp(Expression):
+    """``date_trunc(format, timestamp)``."""
+
+    format: Expression = arg("e")
+    timestamp: Expression = arg("e")
+    time_zone_id: str | None = arg("s?", default=None)
+    _fixed_type = T.TIMESTAMP
+
+
+# ---------------------------------------------------------------------------------------------
+# Structs, generators, randomness
+
+
+@mirror(_C + "GetStructField", pattern="EXTRACT_VALUE")
+class GetStructField(Expression):
+    child: Expression = arg("e")
+    ordinal: int = arg("i")
+    name: str | None = arg("s?", default=None)
+
+
+@mirror(_C + "CreateNamedStruct", pattern="CREATE_NAMED_STRUCT")
+class CreateNamedStruct(NaryExpression):
+    pass
+
+
+@mirror(_C + "Explode", pattern="GENERATOR")
+class Explode(UnaryExpression):
+    pass
+
+
+@mirror(_C + "PosExplode", pattern="GENERATOR")
+class PosExplode(UnaryExpression):
+    pass
+
+
+@mirror(_C + "Rand", pattern="EXPRESSION_WITH_RANDOM_SEED")
+class Rand(UnaryExpression, NeverNull):
+    hide_seed: bool = arg("b", default=False)
+    _fixed_type = T.DOUBLE
+
+    @property
+    def deterministic(self) -> bool:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Ordering
+
+
+ASC, DESC = "ASC", "DESC"
+NULLS_FIRST, NULLS_LAST = "FIRST", "LAST"
+
+
+@mirror(_C + "SortOrder")
+class SortOrder(Expression):
+    """One sort key. Spark's defaults: ASC is NULLS FIRST, DESC is NULLS LAST."""
+
+    child: Expression = arg("e")
+    direction: str = arg("dir", default=ASC)
+    null_ordering: str = arg("no", default=None)
+    same_order_expressions: tuple[Expression, ...] = arg("es", default=())
+
+    def __post_init__(self):
+        if self.direction not in (ASC, DESC):
+            raise ValueError(f"SortOrder direction must be ASC or DESC, not {self.direction!r}")
+        if self.null_ordering is None:
+            default = NULLS_FIRST if self.direction == ASC else NULLS_LAST
+            object.__setattr__(self, "null_ordering", default)
+        elif self.null_ordering not in (NULLS_FIRST, NULLS_LAST):
+            raise ValueError(f"null_ordering must be FIRST or LAST, not {self.null_ordering!r}")
+
+    @property
+    def data_type(self) -> DataType:
+        return self.child.data_type
+
+    @property
+    def is_ascending(self) -> bool:
+        return self.direction == ASC
+
+    def sql(self) -> str:
+        return f"{self.child.sql()} {self.direction} NULLS {self.null_ordering}"
+
+
+def asc(e: Expression) -> SortOrder:
+    return SortOrder(e, ASC, NULLS_FIRST)
+
+
+def desc(e: Expression) -> SortOrder:
+    return SortOrder(e, DESC, NULLS_LAST)
+
+
+# ---------------------------------------------------------------------------------------------
+# Everything else
+
+
+@mirror(_C + "Opaque", special=True)
+class OpaqueExpression(Expression):
+    """A Catalyst expression sparkext does not mirror (aggregate and window functions,
+    subqueries, UDFs, most functions). Its children can be replaced; the rest is kept on
+    the JVM by ``handle``."""
+
+    cls: str = arg("-")
+    children_: tuple[Expression, ...] = arg("es")
+    handle: int = arg("-")
+    deterministic_: bool = arg("-", default=True)
+    foldable_: bool = arg("-", default=False)
+    #: The references when they are not the children's (subqueries, outer references).
+    references_: frozenset | None = arg("-", default=None)
+
+    @property
+    def deterministic(self) -> bool:
+        return self.deterministic_ and all(c.deterministic for c in self.children_)
+
+    @property
+    def foldable(self) -> bool:
+        return self.foldable_
+
+    @property
+    def references(self) -> frozenset:
+        if self.references_ is not None:
+            return self.references_
+        return Expression.references.fget(self)
+
+    @property
+    def attribute(self):
+        return None
+
+    def semantic_key(self):
+        return ("opaque", self.cls, self.handle, tuple(c.semantic_key() for c in self.children_))
+
+    def sql(self) -> str:
+        return f"{self.cls}({', '.join(c.sql() for c in self.children_)})"
+

@@ -1,0 +1,206 @@
+"""Rules, batches and the executor that runs them inside one callback.
+
+A rule is a named pure function ``plan -> plan`` that returns its input object itself
+when it changes nothing; the executor finds a batch's fixed point with ``is``::
+
+    from sparkext import rule
+    from sparkext.plan import Filter
+
+    @rule(matches=(Filter,))
+    def drop_true_filters(plan):
+        def fix(node):
+            match node:
+                case Filter(condition=Literal(value=True), child=child):
+                    return child
+                case _:
+                    return node
+        return plan.transform_up(fix)
+
+Batches run in order; ``Once`` runs its rules one time, ``FixedPoint(n)`` repeats them
+until the plan stops changing (at most ``n`` rounds). The executor refuses a rule that
+raises, returns something that is not a plan, or changes the plan's output columns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from sparkext.plan import LogicalPlan
+
+#: Where the JVM runs a rule: once per query (``injectPreCBORule``), or inside Catalyst's
+#: fixed-point operator-optimization batches (``injectOptimizerRule``).
+ONCE_PER_QUERY = "once"
+FIXED_POINT = "fixed_point"
+POSITIONS = (ONCE_PER_QUERY, FIXED_POINT)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named rewrite. ``matches`` lists the plan node classes the rule can change: when
+    a plan has none of them (Catalyst's tree-pattern bits tell), the JVM does not call
+    Python at all. Leave it empty for rules that may act on any plan."""
+
+    name: str
+    fn: Callable[[LogicalPlan], LogicalPlan]
+    matches: tuple[type, ...] = ()
+    position: str = ONCE_PER_QUERY
+
+    def __post_init__(self):
+        if self.position not in POSITIONS:
+            raise ValueError(f"rule {self.name!r}: position must be one of {POSITIONS}, "
+                             f"not {self.position!r}")
+        if not self.name or "," in self.name:
+            raise ValueError(f"rule name {self.name!r} must be non-empty and without commas "
+                             "(spark.sparkext.excludedRules is a comma-separated list)")
+
+    def __call__(self, plan: LogicalPlan) -> LogicalPlan:
+        return self.fn(plan)
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """Catalyst TreePattern names of ``matches``; empty when any class has none."""
+        pats = tuple(getattr(c, "_pattern", None) for c in self.matches)
+        if not pats or any(p is None for p in pats):
+            return ()
+        return tuple(dict.fromkeys(pats))
+
+
+def rule(fn=None, *, name: str | None = None, matches: Iterable[type] = (),
+         position: str = ONCE_PER_QUERY):
+    """Decorator: turns ``plan -> plan`` into a :class:`Rule` named after the function."""
+
+    def wrap(f):
+        return Rule(name or f.__name__, f, tuple(matches), position)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_rule(r) -> Rule:
+    if isinstance(r, Rule):
+        return r
+    if callable(r):
+        return Rule(getattr(r, "__name__", type(r).__name__), r)
+    raise TypeError(f"{r!r} is not a rule: pass a sparkext.Rule or a function plan -> plan")
+
+
+@dataclass(frozen=True)
+class Once:
+    max_iterations: int = 1
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    max_iterations: int = 100
+
+
+@dataclass(frozen=True)
+class Batch:
+    name: str
+    strategy: Once | FixedPoint
+    rules: tuple[Rule, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "rules", tuple(as_rule(r) for r in self.rules))
+
+
+class RuleError(Exception):
+    """A rule failed; the plan it was given is left as it was."""
+
+    def __init__(self, rule: str, message: str, cause: BaseException | None = None):
+        super().__init__(f"rule '{rule}' {message}")
+        self.rule = rule
+        self.message = message
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rule application that changed the plan (for traces and ``explain``)."""
+
+    batch: str
+    rule: str
+    before: LogicalPlan
+    after: LogicalPlan
+    seconds: float
+
+
+@dataclass
+class Result:
+    plan: LogicalPlan
+    #: names of the rules that changed the plan, in first-change order
+    changed_by: list[str] = field(default_factory=list)
+    #: every change, when tracing
+    steps: list[Step] = field(default_factory=list)
+    #: batches that stopped at their iteration limit without converging
+    unconverged: list[str] = field(default_factory=list)
+
+
+def _signature(plan: LogicalPlan) -> list:
+    return [(a.expr_id, a.name) for a in plan.output]
+
+
+class RuleExecutor:
+    """Runs batches of rules to their fixed points, checking each rule's result."""
+
+    def __init__(self, batches: Iterable[Batch]):
+        self.batches = tuple(batches)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        seen: dict[str, Rule] = {}
+        for b in self.batches:
+            for r in b.rules:
+                seen.setdefault(r.name, r)
+        return tuple(seen.values())
+
+    def execute(self, plan: LogicalPlan, excluded: frozenset = frozenset(), *,
+                trace: bool = False, on_rule: Callable[[str], None] | None = None) -> Result:
+        result = Result(plan)
+        for batch in self.batches:
+            rules = [r for r in batch.rules if r.name not in excluded]
+            if not rules:
+                continue
+            for _ in range(batch.strategy.max_iterations):
+                before_round = result.plan
+                for r in rules:
+                    if on_rule is not None:
+                        on_rule(r.name)
+                    self._apply(batch, r, result, trace)
+                if result.plan is before_round:
+                    break
+            else:
+                if isinstance(batch.strategy, FixedPoint) and batch.strategy.max_iterations > 1:
+                    result.unconverged.append(batch.name)
+        return result
+
+    @staticmethod
+    def _apply(batch: Batch, r: Rule, result: Result, trace: bool) -> None:
+        plan = result.plan
+        start = time.perf_counter()
+        try:
+            new = r(plan)
+        except RecursionError as e:
+            raise RuleError(r.name, "recursed too deep (the plan may be very deep)", e) from e
+        except Exception as e:
+            raise RuleError(r.name, f"raised {type(e).__name__}: {e}", e) from e
+        if new is plan:
+            return
+        if not isinstance(new, LogicalPlan):
+            raise RuleError(r.name, f"returned {type(new).__name__}, not a plan node")
+        if _signature(new) != _signature(plan):
+            raise RuleError(r.name, f"changed the plan's output from "
+                                    f"{list(plan.output)} to {list(new.output)}")
+        if r.name not in result.changed_by:
+            result.changed_by.append(r.name)
+        if trace:
+            result.steps.append(Step(batch.name, r.name, plan, new, time.perf_counter() - start))
+        result.plan = new
+
+
+def builtin_batches() -> tuple[Batch, ...]:
+    """sparkext's own rules, in the order they run (see :mod:`sparkext.rules`)."""
+    from sparkext.rules import BATCHES
+
+    return BATCHES

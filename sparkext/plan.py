@@ -1,0 +1,458 @@
+"""The mirror of Catalyst logical plans.
+
+Each node is a frozen dataclass whose fields follow the Catalyst constructor; ``output``,
+``references``, ``expressions`` and ``children`` are derived and cached. Leaves (file
+scans, ``LocalRelation``, ``Range``, DSv2 scans, cached relations, ...) are all
+:class:`Relation`; any other Catalyst node without a mirror class is :class:`Opaque`: its
+children can be rewritten, but rules must not move anything through it.
+
+    >>> from sparkext.plan import Filter, Project
+    >>> isinstance(plan, Filter) and plan.condition.references <= plan.child.output_ids
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sparkext._tree import TreeNode, _flatten, _unflatten, arg, mirror
+from sparkext.expressions import (
+    AttributeReference,
+    Expression,
+    SortOrder,
+    Value,
+    to_attribute,
+)
+
+_L = "org.apache.spark.sql.catalyst.plans.logical."
+
+
+class LogicalPlan(TreeNode):
+    """Base of all plan nodes."""
+
+    __slots__ = ()
+    _expr_fields = ()
+    _args = ()
+
+    @property
+    def output(self) -> tuple[AttributeReference, ...]:
+        """The columns this node produces, in order."""
+        return self.children[0].output
+
+    @property
+    def output_ids(self) -> frozenset:
+        """The expression ids of ``output``."""
+        return self._cached("output_ids", lambda: frozenset(a.expr_id for a in self.output))
+
+    @property
+    def input_ids(self) -> frozenset:
+        """The expression ids the children produce."""
+        return self._cached("input_ids", lambda: frozenset().union(
+            *(c.output_ids for c in self.children)))
+
+    @property
+    def expressions(self) -> tuple[Expression, ...]:
+        """Every top-level expression of this node, in constructor order (as Catalyst)."""
+        return self._cached("expressions", lambda: tuple(
+            e for name, how in self._expr_fields for e in _flatten(getattr(self, name), how)))
+
+    @property
+    def references(self) -> frozenset:
+        """The expression ids this node's expressions read."""
+        return self._cached("references", lambda: frozenset().union(
+            *(e.references for e in self.expressions)))
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether every expression of this node is deterministic."""
+        return self._cached("deterministic", lambda: all(e.deterministic for e in self.expressions))
+
+    def map_expressions(self, fn: Callable[[Expression], Expression]):
+        """This node with ``fn`` applied to each top-level expression; itself if none changed."""
+        old = self.expressions
+        new = tuple(fn(e) for e in old)
+        if all(a is b for a, b in zip(old, new)):
+            return self
+        it = iter(new)
+        return self.copy(**{name: _unflatten(getattr(self, name), how, it)
+                            for name, how in self._expr_fields})
+
+    def transform_expressions_up(self, fn: Callable[[Expression], Expression]):
+        return self.map_expressions(lambda e: e.transform_up(fn))
+
+    def transform_expressions_down(self, fn: Callable[[Expression], Expression]):
+        return self.map_expressions(lambda e: e.transform_down(fn))
+
+    # -- text ------------------------------------------------------------------------------
+
+    def simple_string(self) -> str:
+        args = ", ".join(_show_arg(getattr(self, n), k) for n, k in self._args
+                         if k not in ("p", "ps") and not _is_default(self, n))
+        return f"{type(self).__name__} {args}".rstrip()
+
+    def tree_string(self) -> str:
+        """The plan as indented text, like Catalyst's ``treeString``."""
+        lines: list[str] = []
+
+        def go(node, prefix: str, last: bool, top: bool):
+            branch = "" if top else prefix + ("+- " if last else ":- ")
+            lines.append(branch + node.simple_string())
+            kids = node.children
+            for i, c in enumerate(kids):
+                go(c, "" if top else prefix + ("   " if last else ":  "), i == len(kids) - 1, False)
+
+        go(self, "", True, True)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.simple_string()
+
+    def __str__(self) -> str:
+        return self.tree_string()
+
+
+def _is_default(node, name: str) -> bool:
+    f = node.__dataclass_fields__[name]
+    return f.default is not dataclasses.MISSING and getattr(node, name) == f.default
+
+
+def _show_arg(v, kind: str) -> str:
+    if isinstance(v, tuple):
+        if kind == "ess":
+            return "[" + ", ".join("[" + ", ".join(map(repr, s)) + "]" for s in v) + "]"
+        return "[" + ", ".join(map(repr, v)) + "]"
+    return repr(v)
+
+
+def _named_output(exprs) -> tuple[AttributeReference, ...]:
+    return tuple(to_attribute(e) for e in exprs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Join types
+
+
+INNER, CROSS = "Inner", "Cross"
+LEFT_OUTER, RIGHT_OUTER, FULL_OUTER = "LeftOuter", "RightOuter", "FullOuter"
+LEFT_SEMI, LEFT_ANTI, LEFT_SINGLE = "LeftSemi", "LeftAnti", "LeftSingle"
+JOIN_TYPES = (INNER, CROSS, LEFT_OUTER, RIGHT_OUTER, FULL_OUTER, LEFT_SEMI, LEFT_ANTI, LEFT_SINGLE)
+
+
+@dataclass(frozen=True, slots=True)
+class ExistenceJoin:
+    """The join type of ``EXISTS`` in a disjunction: left rows plus a boolean column."""
+
+    exists: AttributeReference
+
+    def __repr__(self) -> str:
+        return f"ExistenceJoin({self.exists!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class AliasIdentifier:
+    name: str
+    qualifier: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return ".".join(self.qualifier + (self.name,))
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes
+
+
+@mirror(_L + "Project", pattern="PROJECT")
+class Project(LogicalPlan):
+    project_list: tuple[Expression, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+
+    @property
+    def output(self):
+        return self._cached("output", lambda: _named_output(self.project_list))
+
+
+@mirror(_L + "Filter", pattern="FILTER")
+class Filter(LogicalPlan):
+    condition: Expression = arg("e")
+    child: LogicalPlan = arg("p")
+
+
+@mirror(_L + "Join", pattern="JOIN")
+class Join(LogicalPlan):
+    left: LogicalPlan = arg("p")
+    right: LogicalPlan = arg("p")
+    join_type: str | ExistenceJoin | Value = arg("jt")
+    condition: Expression | None = arg("e?", default=None)
+    #: Catalyst's JoinHint, kept as it came; None for a new join means no hint.
+    hint: Value | None = arg("x", default=None)
+
+    @property
+    def output(self):
+        def compute():
+            jt, left, right = self.join_type, self.left.output, self.right.output
+            if jt in (INNER, CROSS):
+                return left + right
+            if jt in (LEFT_OUTER, LEFT_SINGLE):
+                return left + tuple(a.with_nullability(True) for a in right)
+            if jt == RIGHT_OUTER:
+                return tuple(a.with_nullability(True) for a in left) + right
+            if jt == FULL_OUTER:
+                return tuple(a.with_nullability(True) for a in left + right)
+            if jt in (LEFT_SEMI, LEFT_ANTI):
+                return left
+            if isinstance(jt, ExistenceJoin):
+                return left + (jt.exists,)
+            raise ValueError(f"unknown join type {jt!r}")
+        return self._cached("output", compute)
+
+
+@mirror(_L + "Aggregate", pattern="AGGREGATE")
+class Aggregate(LogicalPlan):
+    grouping_expressions: tuple[Expression, ...] = arg("es")
+    aggregate_expressions: tuple[Expression, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+    hint: Value | None = arg("x?", default=None)
+
+    @property
+    def output(self):
+        return self._cached("output", lambda: _named_output(self.aggregate_expressions))
+
+
+@mirror(_L + "Sort", pattern="SORT")
+class Sort(LogicalPlan):
+    """ORDER BY (``is_global``) or SORT BY (within partitions)."""
+
+    order: tuple[SortOrder, ...] = arg("es")
+    is_global: bool = arg("b")
+    child: LogicalPlan = arg("p")
+    hint: Value | None = arg("x?", default=None)
+
+
+@mirror(_L + "GlobalLimit", pattern="LIMIT")
+class GlobalLimit(LogicalPlan):
+    limit_expr: Expression = arg("e")
+    child: LogicalPlan = arg("p")
+
+
+@mirror(_L + "LocalLimit", pattern="LIMIT")
+class LocalLimit(LogicalPlan):
+    limit_expr: Expression = arg("e")
+    child: LogicalPlan = arg("p")
+
+
+@mirror(_L + "Window", pattern="WINDOW")
+class Window(LogicalPlan):
+    window_expressions: tuple[Expression, ...] = arg("es")
+    partition_spec: tuple[Expression, ...] = arg("es")
+    order_spec: tuple[SortOrder, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+    hint: Value | None = arg("x?", default=None)
+
+    @property
+    def output(self):
+        return self._cached("output", lambda: self.child.output +
+                            _named_output(self.window_expressions))
+
+
+@mirror(_L + "Union", pattern="UNION")
+class Union(LogicalPlan):
+    children: tuple[LogicalPlan, ...] = arg("ps")
+    by_name: bool = arg("b", default=False)
+    allow_missing_col: bool = arg("b", default=False)
+
+    @property
+    def output(self):
+        def compute():
+            outs = [c.output for c in self.children]
+            return tuple(attrs[0].with_nullability(any(a.nullable for a in attrs))
+                         for attrs in zip(*outs))
+        return self._cached("output", compute)
+
+
+@mirror(_L + "Distinct", pattern="DISTINCT_LIKE")
+class Distinct(LogicalPlan):
+    child: LogicalPlan = arg("p")
+
+
+@mirror(_L + "Deduplicate", pattern="DISTINCT_LIKE")
+class Deduplicate(LogicalPlan):
+    keys: tuple[AttributeReference, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+    spec: Value | None = arg("x?", default=None)
+
+
+@mirror(_L + "Generate", pattern="GENERATE")
+class Generate(LogicalPlan):
+    """``explode`` and friends: ``generator_output`` columns appended to the child's."""
+
+    generator: Expression = arg("e")
+    unrequired_child_index: tuple[int, ...] = arg("is")
+    outer: bool = arg("b")
+    qualifier: str | None = arg("s?")
+    generator_output: tuple[AttributeReference, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+
+    @property
+    def required_child_output(self) -> tuple[AttributeReference, ...]:
+        skip = set(self.unrequired_child_index)
+        return tuple(a for i, a in enumerate(self.child.output) if i not in skip)
+
+    @property
+    def qualified_generator_output(self) -> tuple[AttributeReference, ...]:
+        out = self.generator_output
+        if self.qualifier is not None:
+            out = tuple(a.with_qualifier((self.qualifier,)) for a in out)
+        if self.outer:
+            out = tuple(a.with_nullability(True) for a in out)
+        return out
+
+    @property
+    def output(self):
+        return self._cached("output", lambda: self.required_child_output +
+                            self.qualified_generator_output)
+
+    @property
+    def references(self) -> frozenset:
+        # Like Catalyst: what the generator reads, not the attributes it defines.
+        return self.generator.references
+
+
+@mirror(_L + "Expand")
+class Expand(LogicalPlan):
+    """GROUPING SETS / ROLLUP / CUBE: one output row per projection per input row."""
+
+    projections: tuple[tuple[Expression, ...], ...] = arg("ess")
+    output: tuple[AttributeReference, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+
+    @property
+    def references(self) -> frozenset:
+        return frozenset().union(*(e.references for p in self.projections for e in p))
+
+
+@mirror(_L + "Repartition", pattern="REPARTITION_OPERATION")
+class Repartition(LogicalPlan):
+    num_partitions: int = arg("i")
+    shuffle: bool = arg("b")
+    child: LogicalPlan = arg("p")
+
+
+@mirror(_L + "RepartitionByExpression", pattern="REPARTITION_OPERATION")
+class RepartitionByExpression(LogicalPlan):
+    partition_expressions: tuple[Expression, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+    opt_num_partitions: int | None = arg("i?", default=None)
+    opt_advisory_partition_size: int | None = arg("l?", default=None)
+
+
+@mirror(_L + "RebalancePartitions", pattern="REBALANCE_PARTITIONS")
+class RebalancePartitions(LogicalPlan):
+    partition_expressions: tuple[Expression, ...] = arg("es")
+    child: LogicalPlan = arg("p")
+    opt_num_partitions: int | None = arg("i?", default=None)
+    opt_advisory_partition_size: int | None = arg("l?", default=None)
+
+
+@mirror(_L + "SubqueryAlias", pattern="SUBQUERY_ALIAS")
+class SubqueryAlias(LogicalPlan):
+    identifier: AliasIdentifier = arg("aid")
+    child: LogicalPlan = arg("p")
+
+    @property
+    def output(self):
+        q = self.identifier.qualifier + (self.identifier.name,)
+        return self._cached("output", lambda: tuple(a.with_qualifier(q) for a in self.child.output))
+
+
+@mirror(_L + "Sample")
+class Sample(LogicalPlan):
+    lower_bound: float = arg("d")
+    upper_bound: float = arg("d")
+    with_replacement: bool = arg("b")
+    seed: int | None = arg("l?")
+    child: LogicalPlan = arg("p")
+    sample_method: Value | None = arg("x", default=None)
+
+    @property
+    def deterministic(self) -> bool:
+        # Which rows a sample keeps depends on the rows' order and partitioning.
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Leaves and everything else
+
+
+@mirror(_L + "Relation", special=True)
+class Relation(LogicalPlan):
+    """A leaf: a file scan, table, ``LocalRelation``, ``Range``, DSv2 scan, cached relation.
+
+    Kept on the JVM by ``handle``; a rewritten plan must use the Relation object itself.
+    ``ordering`` is what Catalyst's ``outputOrdering`` says of it (sparkext.ordering decides
+    whether that holds across partitions).
+    """
+
+    cls: str = arg("-")
+    output: tuple[AttributeReference, ...] = arg("-")
+    handle: int = arg("-")
+    name: str | None = arg("-", default=None)
+    ordering: tuple[SortOrder, ...] = arg("-", default=())
+
+    def simple_string(self) -> str:
+        label = f" {self.name}" if self.name else ""
+        return f"{self.cls}{label} [{', '.join(map(repr, self.output))}]"
+
+
+class Lazy:
+    """A value decoded on first use (the expressions of opaque nodes, which rules rarely
+    read). Equal only to itself."""
+
+    __slots__ = ("_thunk", "_value")
+
+    def __init__(self, thunk: Callable):
+        self._thunk = thunk
+        self._value = None
+
+    def get(self):
+        if self._thunk is not None:
+            self._value = self._thunk()
+            self._thunk = None
+        return self._value
+
+    @property
+    def is_decoded(self) -> bool:
+        return self._thunk is None
+
+
+@mirror(_L + "Opaque", special=True)
+class Opaque(LogicalPlan):
+    """A Catalyst node sparkext does not mirror (Intersect, Except, Offset, CTEs, object
+    operators, ...). A barrier for rules: they may rewrite its children (and, position by
+    position, its expressions), but never move anything through it."""
+
+    cls: str = arg("-")
+    output: tuple[AttributeReference, ...] = arg("-")
+    children_: tuple[LogicalPlan, ...] = arg("ps")
+    handle: int = arg("-")
+    exprs: tuple | Lazy = field(default=(), compare=False, metadata={"kind": "-"})
+
+    @property
+    def expressions(self) -> tuple[Expression, ...]:
+        e = self.exprs
+        return e.get() if isinstance(e, Lazy) else e
+
+    @property
+    def references(self) -> frozenset:
+        return self._cached("references", lambda: frozenset().union(
+            *(e.references for e in self.expressions)))
+
+    def map_expressions(self, fn):
+        old = self.expressions
+        new = tuple(fn(e) for e in old)
+        if all(a is b for a, b in zip(old, new)):
+            return self
+        return self.copy(exprs=new)
+
+    def simple_string(self) -> str:
+        return f"{self.cls} [{', '.join(map(repr, self.output))}]"

@@ -1,0 +1,201 @@
+"""Turning sparkext on: the jar and extension class for a session builder, and the Python
+rules for a running session.
+
+    import sparkext
+    spark = sparkext.configure(SparkSession.builder).getOrCreate()
+    sparkext.enable(spark)                 # the built-in rules
+    sparkext.metrics(spark)["accepted"]    # rewrites Spark took
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from sparkext._tree import mirror_spec
+from sparkext.bridge import RuleBridge
+from sparkext.optimizer import POSITIONS, Batch, FixedPoint, Rule, RuleExecutor, as_rule
+
+log = logging.getLogger("sparkext")
+
+#: The class to name in ``spark.sql.extensions``.
+EXTENSION_CLASS = "io.sparkext.SparkextExtensions"
+JAR_NAME = "sparkext-shim.jar"
+
+
+class SparkextError(RuntimeError):
+    """sparkext cannot run in this session; the message says what to do."""
+
+
+def jar_path() -> str:
+    """The path of the bundled shim jar (for ``--jars`` or ``spark.jars``)."""
+    path = Path(__file__).resolve().parent / "jars" / JAR_NAME
+    if not path.is_file():
+        raise SparkextError(
+            f"the sparkext shim jar is missing ({path}). In a source checkout, build it with "
+            "`make jar`; an installed wheel always carries it.")
+    return str(path)
+
+
+def _append(existing: str | None, item: str) -> str:
+    parts = [p.strip() for p in (existing or "").split(",") if p.strip()]
+    if item not in parts:
+        parts.append(item)
+    return ",".join(parts)
+
+
+def _jvm_defaults() -> dict[str, str]:
+    """``spark.jars`` and ``spark.sql.extensions`` the JVM already has (spark-submit's
+    ``--jars``/``--conf``, spark-defaults.conf), when Python runs under spark-submit."""
+    from pyspark import SparkContext
+
+    if SparkContext._jvm is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM; launches nothing
+    conf = SparkContext._jvm.org.apache.spark.SparkConf(True)
+    return {k: conf.get(k, "") for k in ("spark.jars", "spark.sql.extensions")}
+
+
+def configure(builder):
+    """Adds the shim jar and the extension class to a ``SparkSession.Builder``.
+
+    Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder or by
+    spark-submit), never replaces them, so Delta, Iceberg and other extensions keep
+    working. Call it before the session exists: a running JVM cannot load the extension.
+    """
+    options = getattr(builder, "_options", {})
+    defaults = _jvm_defaults()
+    for key, item in (("spark.jars", jar_path()), ("spark.sql.extensions", EXTENSION_CLASS)):
+        current = options.get(key) or defaults.get(key)
+        builder = builder.config(key, _append(current, item))
+    return builder
+
+
+def _jsession(spark):
+    js = getattr(spark, "_jsparkSession", None)
+    if js is None:
+        raise SparkextError(
+            "sparkext needs a classic SparkSession with a JVM driver; Spark Connect sessions "
+            "cannot run Catalyst extensions from the client.")
+    return js
+
+
+def _registry(spark):
+    registry = spark._jvm.io.sparkext.Sparkext
+    # An unknown class resolves to a py4j JavaPackage rather than failing.
+    if type(registry).__name__ == "JavaPackage":
+        raise SparkextError(
+            "the sparkext jar is not on this session's classpath. Build the session with "
+            "sparkext.configure(SparkSession.builder), or pass --jars \"$(python -m sparkext "
+            f"jar)\" --conf spark.sql.extensions={EXTENSION_CLASS} to spark-submit.")
+    return registry
+
+
+class Enabled:
+    """What :func:`enable` returns: the registration, which :meth:`disable` undoes."""
+
+    def __init__(self, spark, bridge: RuleBridge, rules: tuple[Rule, ...], version: int,
+                 dropped: list[dict]):
+        self.spark = spark
+        self.bridge = bridge
+        self.version = version
+        self.rules = rules
+        #: mirror classes this Spark could not build (they travel as opaque nodes)
+        self.dropped = dropped
+
+    def disable(self) -> None:
+        """Stops running these rules in the session, unless a later :func:`enable` replaced
+        them (other sessions are not affected)."""
+        _registry(self.spark).unregister(_jsession(self.spark), self.version)
+
+    def metrics(self) -> dict:
+        return metrics(self.spark)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.disable()
+
+    def __repr__(self) -> str:
+        return f"<sparkext enabled: {', '.join(r.name for r in self.rules)}>"
+
+
+def _split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:
+    executors = {}
+    for pos in POSITIONS:
+        kept = [Batch(b.name, b.strategy, tuple(r for r in b.rules if r.position == pos))
+                for b in batches]
+        kept = [b for b in kept if b.rules]
+        if kept:
+            executors[pos] = RuleExecutor(kept)
+    return executors
+
+
+def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enabled:
+    """Runs Python rules in this session's optimizer.
+
+    ``rules=None`` and no ``batches``: sparkext's built-in rules. A list of rules (or plain
+    functions ``plan -> plan``) runs as one batch to a fixed point. ``batches`` gives full
+    control. Replaces whatever this session ran before.
+    """
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    from sparkext.optimizer import builtin_batches
+
+    if rules is not None and batches is not None:
+        raise ValueError("pass rules= or batches=, not both")
+    if batches is None:
+        if rules is None:
+            batches = builtin_batches()
+        else:
+            batches = [Batch("user rules", FixedPoint(100), tuple(as_rule(r) for r in rules))]
+    batches = tuple(batches)
+    jsession = _jsession(spark)
+    registry = _registry(spark)
+    if not registry.isInstalled(jsession):
+        raise SparkextError(
+            f"{EXTENSION_CLASS} is not in this session's spark.sql.extensions (the jar is "
+            "loaded, the extension is not). Use sparkext.configure(SparkSession.builder) "
+            "before the first getOrCreate().")
+    executors = _split_by_position(batches)
+    all_rules = tuple(r for e in executors.values() for r in e.rules)
+    names = [r.name for r in all_rules]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"rule names must be unique (spark.sparkext.excludedRules uses them): "
+                         f"{', '.join(duplicates)}")
+    bridge = RuleBridge(executors)
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    spec = {
+        "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
+                  for r in all_rules],
+        "mirror": mirror_spec(),
+    }
+    answer = json.loads(registry.register(jsession, bridge, json.dumps(spec)))
+    dropped = answer["dropped"]
+    if dropped:
+        log.warning("sparkext: these Catalyst classes differ in this Spark and travel as "
+                    "opaque nodes: %s", "; ".join(f"{d['name']}: {d['reason']}" for d in dropped))
+    return Enabled(spark, bridge, all_rules, answer["version"], dropped)
+
+
+def disable(spark) -> None:
+    """Removes every Python rule from this session."""
+    _registry(spark).unregister(_jsession(spark), 0)
+
+
+def metrics(spark) -> dict:
+    """The bridge's counters for this session: calls, skipped, accepted, rejected, errors,
+    timeouts, and milliseconds spent encoding, in Python and rebuilding."""
+    m = json.loads(_registry(spark).metrics(_jsession(spark)))
+    for key in [k for k in m if k.endswith("_nanos")]:
+        m[key[:-len("_nanos")] + "_ms"] = m[key] / 1e6
+    return m
+
+
+def reset_metrics(spark) -> None:
+    _registry(spark).resetMetrics(_jsession(spark))

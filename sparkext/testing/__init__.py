@@ -1,0 +1,2 @@
+"""Testing helpers for sparkext users and for sparkext itself: a shared local session,
+plan normalisation, golden plan snapshots and plan diffs."""

@@ -1,0 +1,37 @@
+"""A local SparkSession for tests, with sparkext configured and strict."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: Settings every test session gets: small, deterministic, and loud about bad plans.
+TEST_CONF = {
+    "spark.master": "local[2]",
+    "spark.app.name": "sparkext-tests",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+    # sparkext raises instead of warning, and Catalyst validates every rule's plan.
+    "spark.sparkext.strict": "true",
+    "spark.sql.planChangeValidation": "true",
+}
+
+
+def test_session(extra_conf: dict | None = None):
+    """Builds (or returns) the process's local test session with sparkext configured."""
+    from pyspark.sql import SparkSession
+
+    import sparkext
+
+    # Python UDFs run in workers: the same interpreter as the driver.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in {**TEST_CONF, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = sparkext.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

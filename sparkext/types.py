@@ -1,0 +1,129 @@
+"""Spark SQL data types in the mirror.
+
+A :class:`DataType` holds the exact JSON Spark writes for the type (``DataType.json``), so
+every type — collated strings, intervals, variants, nested structs — round-trips unchanged.
+Rules mostly compare types or ask simple questions (``is_numeric``); the constants below
+cover the atomic types, :func:`decimal` and :func:`from_pyspark` build the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DataType", "BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "STRING",
+    "BINARY", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "NULL", "decimal", "from_pyspark",
+]
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(-?\d+)\)")
+_INTEGRAL = ("byte", "short", "integer", "long")
+_FRACTIONAL = ("float", "double")
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """One Spark SQL type, as Spark's own JSON text (e.g. ``'"integer"'``)."""
+
+    json: str
+    #: ``integer``, ``decimal(12,2)``, ``struct``, ``array``, ``map``, ``udt``, ...
+    name: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        v = json.loads(self.json)
+        object.__setattr__(self, "name", v if isinstance(v, str) else v.get("type", "?"))
+
+    @property
+    def value(self):
+        """The parsed JSON: a string for atomic types, a dict for nested ones."""
+        return json.loads(self.json)
+
+    @property
+    def is_integral(self) -> bool:
+        return self.name in _INTEGRAL
+
+    @property
+    def is_fractional(self) -> bool:
+        return self.name in _FRACTIONAL or self.is_decimal
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_integral or self.is_fractional
+
+    @property
+    def is_decimal(self) -> bool:
+        return self.name.startswith("decimal")
+
+    @property
+    def is_string(self) -> bool:
+        n = self.name
+        return n == "string" or n.startswith(("string collate", "char(", "varchar("))
+
+    @property
+    def is_datetime(self) -> bool:
+        return self.name in ("date", "timestamp", "timestamp_ntz")
+
+    @property
+    def precision_scale(self) -> tuple[int, int] | None:
+        m = _DECIMAL.fullmatch(self.name)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    def simple_string(self) -> str:
+        """Spark's short name of the type, as in plan text (``bigint``, ``array<int>``)."""
+        return _simple(self.value)
+
+    def __repr__(self) -> str:
+        return self.simple_string()
+
+    def to_pyspark(self):
+        """The same type as a ``pyspark.sql.types.DataType``."""
+        from pyspark.sql.types import _parse_datatype_json_string
+
+        return _parse_datatype_json_string(self.json)
+
+
+_SHORT = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint",
+          "null": "void"}
+
+
+def _simple(v) -> str:
+    if isinstance(v, str):
+        return _SHORT.get(v, v)
+    t = v.get("type")
+    if t == "array":
+        return f"array<{_simple(v['elementType'])}>"
+    if t == "map":
+        return f"map<{_simple(v['keyType'])},{_simple(v['valueType'])}>"
+    if t == "struct":
+        return "struct<" + ",".join(f"{f['name']}:{_simple(f['type'])}" for f in v["fields"]) + ">"
+    return str(t)
+
+
+def _atomic(name: str) -> DataType:
+    return DataType(json.dumps(name))
+
+
+BOOLEAN = _atomic("boolean")
+BYTE = _atomic("byte")
+SHORT = _atomic("short")
+INT = _atomic("integer")
+LONG = _atomic("long")
+FLOAT = _atomic("float")
+DOUBLE = _atomic("double")
+STRING = _atomic("string")
+BINARY = _atomic("binary")
+DATE = _atomic("date")
+TIMESTAMP = _atomic("timestamp")
+TIMESTAMP_NTZ = _atomic("timestamp_ntz")
+NULL = _atomic("null")
+
+
+def decimal(precision: int, scale: int) -> DataType:
+    return _atomic(f"decimal({precision},{scale})")
+
+
+def from_pyspark(t) -> DataType:
+    """The mirror type of a ``pyspark.sql.types.DataType``."""
+    return DataType(json.dumps(t.jsonValue(), separators=(",", ":")))
+

@@ -1,0 +1,109 @@
+"""Shared fixtures: one local SparkSession for the whole run (from the sparkext pytest
+plugin), the corpus tables, TPC-H data, and helpers to run rules through the bridge."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+TPCH_SCALE = "0.01"
+TPCH_TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run suites marked slow (make test-all)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (make test-all)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tables(spark):
+    from tests.corpus.tables import register
+
+    return register(spark)
+
+
+def tpch_dir(scale: str = TPCH_SCALE) -> Path:
+    """Generates TPC-H parquet data once per checkout (tpchgen-cli) and returns its folder."""
+    out = CACHE / f"tpch-sf{scale}"
+    if not all((out / f"{t}.parquet").exists() for t in TPCH_TABLES):
+        out.mkdir(parents=True, exist_ok=True)
+        exe = Path(sys.executable).parent / "tpchgen-cli"
+        subprocess.run([str(exe), "parquet", "-s", scale, f"--output-dir={out}"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tpch(spark):
+    """TPC-H tables as temp views; returns {query name: SQL text}."""
+    data = tpch_dir()
+    for t in TPCH_TABLES:
+        spark.read.parquet(str(data / f"{t}.parquet")).createOrReplaceTempView(t)
+    queries = ROOT / "tests" / "tpch" / "queries"
+    return {p.stem: p.read_text() for p in sorted(queries.glob("q*.sql"))}
+
+
+@contextlib.contextmanager
+def rules_enabled(spark, rules=None, **kw):
+    """Runs ``rules`` in the session for the duration of the block, then restores the
+    built-in rules (what the ``spark`` fixture runs)."""
+    import sparkext
+
+    handle = sparkext.enable(spark, rules, **kw)
+    try:
+        yield handle
+    finally:
+        sparkext.enable(spark)
+
+
+@contextlib.contextmanager
+def conf(spark, settings: dict):
+    """Sets session confs for the duration of the block."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def registry(spark):
+    return spark._jvm.io.sparkext.Sparkext
+
+
+def apply_rules(spark, jplan, position="once"):
+    """Runs the session's registered rules on a JVM LogicalPlan, as the optimizer would."""
+    return registry(spark).applyRules(spark._jsparkSession, jplan, position)
+
+
+def request_document(spark, jplan) -> dict:
+    return json.loads(registry(spark).encodePlan(spark._jsparkSession, jplan))
+
+
+def dataframe_of(spark, jplan):
+    """A DataFrame that runs a given JVM logical plan (it is analyzed and optimized again)."""
+    from pyspark.sql import DataFrame
+
+    jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, jplan)
+    return DataFrame(jdf, spark)

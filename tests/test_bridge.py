@@ -1,0 +1,289 @@
+"""The bridge in a real session: rewrites take effect, faults never break a query, and the
+switches and metrics behave as documented."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import sparkext
+from examples.toy_rules import swap_filter_below_project
+from sparkext import rule
+from sparkext.catalyst import excluded_rules_conf
+from sparkext.expressions import Cast
+from sparkext.plan import Filter, Project, Window
+from sparkext.types import STRING
+from tests.conftest import conf, rules_enabled
+from tests.rows import assert_same_rows, collect
+
+NOT_STRICT = {"spark.sparkext.strict": "false"}
+
+
+def filtered_projection(spark):
+    return (spark.table("people")
+            .select("id", "name", (F.col("age") * 2).alias("age2"))
+            .where("id > 2"))
+
+
+def expected_rows(spark, build):
+    with conf(spark, {"spark.sparkext.enabled": "false"}):
+        return collect(build(spark))
+
+
+def top_two(jplan) -> tuple[str, str]:
+    return jplan.getClass().getSimpleName(), jplan.children().apply(0).getClass().getSimpleName()
+
+
+# -- a real rewrite ------------------------------------------------------------------------
+
+
+def test_a_python_rule_changes_the_optimized_plan_and_rows_stay_right(spark, tables):
+    expected = expected_rows(spark, filtered_projection)
+    with conf(spark, excluded_rules_conf()):
+        with rules_enabled(spark, []):
+            before = filtered_projection(spark)._jdf.queryExecution().optimizedPlan()
+        with rules_enabled(spark, [swap_filter_below_project]):
+            sparkext.reset_metrics(spark)
+            df = filtered_projection(spark)
+            after = df._jdf.queryExecution().optimizedPlan()
+            assert_same_rows(expected, collect(df))
+            assert sparkext.metrics(spark)["accepted"] >= 1
+    assert top_two(before) == ("Filter", "Project")
+    assert top_two(after) == ("Project", "Filter")
+
+
+def test_a_rule_at_the_fixed_point_position_interleaves_with_catalyst(spark, tables):
+    swap = sparkext.Rule("swap_in_fixed_point", swap_filter_below_project.fn, (Filter,),
+                         position="fixed_point")
+    expected = expected_rows(spark, filtered_projection)
+    with conf(spark, excluded_rules_conf()), rules_enabled(spark, [swap]):
+        sparkext.reset_metrics(spark)
+        df = filtered_projection(spark)
+        assert top_two(df._jdf.queryExecution().optimizedPlan()) == ("Project", "Filter")
+        assert_same_rows(expected, collect(df))
+        assert sparkext.metrics(spark)["accepted"] >= 1
+
+
+def test_the_plan_the_bridge_returned_is_not_sent_again(spark, tables):
+    calls: list = []
+    late = sparkext.Rule("late", counting_rule(calls).fn, position="fixed_point")
+    # With Catalyst's pushdown off, the plan reaches the second operator-optimization
+    # batch exactly as the bridge left it at the end of the first.
+    with conf(spark, excluded_rules_conf()), rules_enabled(spark, [late]):
+        sparkext.reset_metrics(spark)
+        filtered_projection(spark)._jdf.queryExecution().optimizedPlan()
+        m = sparkext.metrics(spark)
+    assert m["skipped_same_plan"] >= 1 and len(calls) == m["calls"], m
+
+
+# -- faults: the query runs on, one warning, one counter ------------------------------------
+
+
+@rule
+def raises(plan):
+    raise ValueError("boom")
+
+
+@rule
+def drops_a_column(plan):
+    return Project(plan.output[:-1], plan) if len(plan.output) > 1 else plan
+
+
+@rule
+def returns_a_string(plan):
+    return "not a plan"
+
+
+@rule
+def changes_a_type(plan):
+    # Same ids and names, another type: only the JVM can see this one.
+    first, *rest = plan.output
+    if first.data_type == STRING:
+        return plan
+    from sparkext.expressions import Alias
+    return Project((Alias(Cast(first, STRING), first.name, first.expr_id), *rest), plan)
+
+
+FAULTS = [
+    (raises, "python_errors", "rule 'raises' failed: ValueError: boom"),
+    (drops_a_column, "python_errors", "rule 'drops_a_column' failed"),
+    (returns_a_string, "python_errors", "returned str, not a plan node"),
+    (changes_a_type, "rejected", "rule(s) changes_a_type was rejected"),
+]
+
+
+@pytest.mark.parametrize("bad_rule,counter,message", FAULTS, ids=[f[0].name for f in FAULTS])
+def test_a_broken_rule_leaves_the_plan_unchanged_with_one_warning(spark, tables, bad_rule,
+                                                                  counter, message):
+    expected = expected_rows(spark, filtered_projection)
+    with conf(spark, NOT_STRICT), rules_enabled(spark, [bad_rule]):
+        sparkext.reset_metrics(spark)
+        assert_same_rows(expected, collect(filtered_projection(spark)))
+        m = sparkext.metrics(spark)
+    assert m[counter] == 1, m
+    assert m["accepted"] == 0
+    assert len(m["warnings"]) == 1 and message in m["warnings"][0], m["warnings"]
+
+
+@pytest.mark.parametrize("bad_rule,counter,message", FAULTS, ids=[f[0].name for f in FAULTS])
+def test_a_broken_rule_raises_a_clear_error_in_strict_mode(spark, tables, bad_rule, counter,
+                                                           message):
+    with rules_enabled(spark, [bad_rule]):
+        with pytest.raises(Py4JJavaError) as err:
+            filtered_projection(spark).collect()
+    assert "SparkextException" in str(err.value) and message in str(err.value)
+
+
+def blocking_rule(release: threading.Event):
+    @rule
+    def waits_forever(plan):
+        release.wait(60)
+        return plan
+    return waits_forever
+
+
+def test_a_rule_slower_than_the_timeout_is_abandoned(spark, tables):
+    expected = expected_rows(spark, filtered_projection)
+    release = threading.Event()
+    try:
+        with conf(spark, {**NOT_STRICT, "spark.sparkext.timeoutMs": "200"}), \
+                rules_enabled(spark, [blocking_rule(release)]):
+            sparkext.reset_metrics(spark)
+            assert_same_rows(expected, collect(filtered_projection(spark)))
+            m = sparkext.metrics(spark)
+    finally:
+        release.set()
+    assert m["timeouts"] == 1, m
+    assert "rule 'waits_forever' was running" in m["warnings"][0]
+
+
+def test_a_slow_rule_raises_in_strict_mode(spark, tables):
+    release = threading.Event()
+    try:
+        with conf(spark, {"spark.sparkext.timeoutMs": "200"}), \
+                rules_enabled(spark, [blocking_rule(release)]):
+            with pytest.raises(Py4JJavaError, match="did not answer within"):
+                filtered_projection(spark).collect()
+    finally:
+        release.set()
+
+
+# -- concurrency ----------------------------------------------------------------------------
+
+
+def test_eight_threads_run_queries_through_the_bridge_at_once(spark, tables):
+    queries = [
+        lambda s: filtered_projection(s),
+        lambda s: s.table("people").groupBy("dept_id").agg(F.count("*").alias("n")),
+        lambda s: s.table("events").where("host = 'h1'").select("eid", "ts"),
+        lambda s: s.table("people").join(s.table("depts"), "dept_id").where("age > 20"),
+    ]
+    expected = [expected_rows(spark, q) for q in queries]
+    with conf(spark, excluded_rules_conf()), rules_enabled(spark, [swap_filter_below_project]):
+        sparkext.reset_metrics(spark)
+
+        def work(i: int) -> bool:
+            for round_ in range(3):
+                k = (i + round_) % len(queries)
+                assert_same_rows(expected[k], collect(queries[k](spark)))
+            return True
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            assert all(pool.map(work, range(8)))
+        m = sparkext.metrics(spark)
+    assert m["calls"] + m["skipped"] == 24 and m["calls"] >= 18, m
+    assert m["python_errors"] == 0 and m["rejected"] == 0 and m["accepted"] >= 1, m
+
+
+# -- switches -------------------------------------------------------------------------------
+
+
+def counting_rule(calls: list):
+    @rule
+    def counts(plan):
+        calls.append(1)
+        return plan
+    return counts
+
+
+def test_the_kill_switch_turns_everything_off(spark, tables):
+    calls: list = []
+    with rules_enabled(spark, [counting_rule(calls)]):
+        with conf(spark, {"spark.sparkext.enabled": "false"}):
+            sparkext.reset_metrics(spark)
+            filtered_projection(spark).collect()
+            m = sparkext.metrics(spark)
+        assert calls == [] and m["calls"] == 0 and m["skipped_disabled"] >= 1
+        filtered_projection(spark).collect()
+        assert calls
+
+
+def test_excluded_rules_are_not_run(spark, tables):
+    calls: list = []
+    with rules_enabled(spark, [counting_rule(calls)]):
+        with conf(spark, {"spark.sparkext.excludedRules": "other, counts"}):
+            sparkext.reset_metrics(spark)
+            filtered_projection(spark).collect()
+            assert sparkext.metrics(spark)["skipped_excluded"] >= 1
+    assert calls == []
+
+
+def test_disable_removes_the_rules(spark, tables):
+    calls: list = []
+    handle = sparkext.enable(spark, [counting_rule(calls)])
+    try:
+        handle.disable()
+        sparkext.reset_metrics(spark)
+        filtered_projection(spark).collect()
+        assert calls == [] and sparkext.metrics(spark)["calls"] == 0
+    finally:
+        sparkext.enable(spark)
+
+
+def test_a_plan_without_the_nodes_a_rule_matches_is_not_sent(spark, tables):
+    calls: list = []
+    windows_only = sparkext.Rule("windows_only", counting_rule(calls).fn, (Window,))
+    with rules_enabled(spark, [windows_only]):
+        sparkext.reset_metrics(spark)
+        filtered_projection(spark).collect()
+        m = sparkext.metrics(spark)
+    assert calls == [] and m["skipped_no_pattern"] >= 1 and m["calls"] == 0
+
+
+# -- activation -----------------------------------------------------------------------------
+
+
+def test_configure_appends_to_existing_jars_and_extensions():
+    builder = SparkSession.Builder()
+    builder.config("spark.jars", "/opt/delta.jar").config(
+        "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+    sparkext.configure(builder)
+    assert builder._options["spark.jars"] == f"/opt/delta.jar,{sparkext.jar_path()}"
+    assert builder._options["spark.sql.extensions"] == (
+        "io.delta.sql.DeltaSparkSessionExtension,io.sparkext.SparkextExtensions")
+    sparkext.configure(builder)  # idempotent
+    assert builder._options["spark.jars"].count("sparkext-shim.jar") == 1
+
+
+def test_enable_explains_what_to_do_without_a_classic_session():
+    class ConnectLikeSession:
+        pass
+
+    with pytest.raises(sparkext.SparkextError, match="Spark Connect"):
+        sparkext.enable(ConnectLikeSession(), [])
+
+
+def test_metrics_are_readable_from_python(spark, tables):
+    with rules_enabled(spark, [counting_rule([])]):
+        sparkext.reset_metrics(spark)
+        filtered_projection(spark).collect()
+        m = sparkext.metrics(spark)
+    for key in ("calls", "skipped", "accepted", "unchanged", "rejected", "python_errors",
+                "timeouts", "encode_ms", "python_ms", "rebuild_ms", "validate_ms"):
+        assert key in m
+    assert m["calls"] + m["skipped"] >= 1

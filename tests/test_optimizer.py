@@ -1,0 +1,108 @@
+"""The rule executor on hand-built plans (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkext import types as T
+from sparkext.expressions import AttributeReference, GreaterThan, lit
+from sparkext.optimizer import (
+    Batch,
+    FixedPoint,
+    Once,
+    Rule,
+    RuleError,
+    RuleExecutor,
+    as_rule,
+    rule,
+)
+from sparkext.plan import Filter, Project, Relation, Window
+from sparkext.session import _split_by_position
+
+A = AttributeReference("a", T.INT, True, None, 1)
+B = AttributeReference("b", T.INT, True, None, 2)
+REL = Relation("LocalRelation", (A, B), 0)
+
+
+def nested_filters(n: int):
+    plan = REL
+    for i in range(n):
+        plan = Filter(GreaterThan(A, lit(i)), plan)
+    return plan
+
+
+@rule
+def drop_one_filter(plan):
+    """Removes the top-most Filter: needs one round per filter."""
+    return plan.child if isinstance(plan, Filter) else plan
+
+
+def test_fixed_point_runs_until_nothing_changes():
+    result = RuleExecutor([Batch("b", FixedPoint(10), (drop_one_filter,))]).execute(
+        nested_filters(3))
+    assert result.plan is REL and result.changed_by == ["drop_one_filter"]
+    assert result.unconverged == []
+
+
+def test_once_runs_each_rule_one_time():
+    result = RuleExecutor([Batch("b", Once(), (drop_one_filter,))]).execute(nested_filters(3))
+    assert result.plan == nested_filters(2)
+
+
+def test_a_batch_that_does_not_converge_is_reported():
+    result = RuleExecutor([Batch("b", FixedPoint(2), (drop_one_filter,))]).execute(
+        nested_filters(5))
+    assert result.unconverged == ["b"] and result.plan == nested_filters(3)
+
+
+def test_an_unchanged_plan_is_returned_as_the_same_object():
+    plan = nested_filters(1)
+    result = RuleExecutor([Batch("b", FixedPoint(10), (lambda p: p,))]).execute(plan)
+    assert result.plan is plan and result.changed_by == []
+
+
+def test_excluded_rules_do_not_run():
+    result = RuleExecutor([Batch("b", FixedPoint(10), (drop_one_filter,))]).execute(
+        nested_filters(2), frozenset({"drop_one_filter"}))
+    assert result.plan == nested_filters(2)
+
+
+def test_trace_records_each_change():
+    result = RuleExecutor([Batch("b", FixedPoint(10), (drop_one_filter,))]).execute(
+        nested_filters(2), trace=True)
+    assert [(s.rule, type(s.before).__name__, type(s.after).__name__) for s in result.steps] == [
+        ("drop_one_filter", "Filter", "Filter"), ("drop_one_filter", "Filter", "Relation")]
+
+
+@pytest.mark.parametrize("fn,message", [
+    (lambda p: 1 / 0, "raised ZeroDivisionError"),
+    (lambda p: None, "returned NoneType, not a plan node"),
+    (lambda p: Project((A,), p), "changed the plan's output"),
+])
+def test_the_executor_refuses_a_broken_rule_and_names_it(fn, message):
+    bad = Rule("bad", fn)
+    with pytest.raises(RuleError, match=message) as err:
+        RuleExecutor([Batch("b", Once(), (bad,))]).execute(REL)
+    assert err.value.rule == "bad"
+
+
+def test_rule_patterns_come_from_the_matched_classes():
+    assert Rule("r", lambda p: p, (Filter, Window)).patterns == ("FILTER", "WINDOW")
+    assert Rule("r", lambda p: p).patterns == ()
+    assert Rule("r", lambda p: p, (Filter, Relation)).patterns == ()  # Relation has no bit
+
+
+def test_rules_need_usable_names_and_positions():
+    with pytest.raises(ValueError, match="commas"):
+        Rule("a,b", lambda p: p)
+    with pytest.raises(ValueError, match="position"):
+        Rule("a", lambda p: p, position="sometimes")
+    with pytest.raises(TypeError, match="not a rule"):
+        as_rule(42)
+
+
+def test_rules_are_split_by_position():
+    late = Rule("late", lambda p: p, position="fixed_point")
+    executors = _split_by_position([Batch("b", Once(), (drop_one_filter, late))])
+    assert [r.name for r in executors["once"].rules] == ["drop_one_filter"]
+    assert [r.name for r in executors["fixed_point"].rules] == ["late"]
