@@ -181,7 +181,7 @@ class Decoded:
         h = j["h"]
         if k == "Relation":
             obj = Relation(j["cls"], self.exprs(j["out"]), h, j.get("name"),
-                           self.exprs(j["ord"]) if "ord" in j else ())
+                           self.exprs(j["ord"]) if "ord" in j else (), j.get("glob", False))
             self.relations[h] = obj
         elif k == "Opaque":
             raw = j.get("x")
@@ -243,7 +243,8 @@ class Decoded:
             return self.attrs[a]
         k = j["k"]
         t = j.get("t")
-        meta = {"_type": None if t is None else self.types[t], "_nullable": j.get("n")}
+        meta = {"_type": None if t is None else self.types[t], "_nullable": j.get("n"),
+                "_null_intolerant": j.get("ni")}
         if k == "Literal":
             dt = self.types[t]
             obj = Literal(value_in(j["v"], _type_value(dt)), dt)
@@ -259,8 +260,9 @@ class Decoded:
             refs = None
             if "r" in j:
                 refs = frozenset().union(*(e.references for e in self.exprs(j["r"])))
+            sub_out = self.exprs(j["so"]) if "so" in j else None
             obj = OpaqueExpression(j["cls"], self.exprs(j["c"]), j["h"], j.get("d", True),
-                                   j.get("f", False), refs, **meta)
+                                   j.get("f", False), refs, sub_out, **meta)
             if "r" in j:
                 self.extra[id(obj)] = {"r": j["r"]}
         else:
@@ -344,6 +346,8 @@ class _Encoder:
             j["out"] = [self.expr(a) for a in r.output]
             if r.ordering:
                 j["ord"] = [self.expr(o) for o in r.ordering]
+            if r.ordering_is_global:
+                j["glob"] = True
             return j
         original = None if self.d is None else self.d.relations.get(r.handle)
         if original is None or original != r:
@@ -402,6 +406,8 @@ class _Encoder:
                 j["t"] = self.type_id(e._type)
             if e._nullable is not None:
                 j["n"] = e._nullable
+            if e._null_intolerant:
+                j["ni"] = True
         return j
 
     def expr(self, e: Expression) -> dict:
@@ -431,8 +437,12 @@ class _Encoder:
                 extra = self.d.extra.get(id(e))
                 if extra:
                     j["r"] = extra["r"]
+                if e.subquery_output is not None:
+                    j["so"] = [self.expr(a) for a in e.subquery_output]
             else:
                 j = {"k": "Opaque", "src": e.handle, "c": [self.expr(c) for c in e.children_]}
+                if e.keep is not None:
+                    j["keep"] = sorted(e.keep)
         elif hasattr(e, "_wire") and not e._special:
             j = {"k": e._wire, "p": [self.arg(kind, getattr(e, name)) for name, kind in e._args]}
         else:

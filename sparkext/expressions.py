@@ -67,9 +67,13 @@ class Expression(TreeNode):
 
     _type: DataType | None = field(default=None, kw_only=True, compare=False, repr=False)
     _nullable: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
+    _null_intolerant: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     _child_kinds = EXPR_KINDS
     _args = ()
+    #: Whether a NULL input always gives a NULL result (Catalyst's ``nullIntolerant``), for
+    #: classes built in Python; decoded expressions carry what Catalyst said.
+    null_intolerant_class = False
     #: The result type when it does not depend on the inputs (predicates).
     _fixed_type = None
 
@@ -94,6 +98,14 @@ class Expression(TreeNode):
     @property
     def deterministic(self) -> bool:
         return self._cached("deterministic", lambda: all(c.deterministic for c in self.children))
+
+    @property
+    def null_intolerant(self) -> bool:
+        """True when any NULL input makes the result NULL (so the input is not NULL wherever
+        the result is true): the basis of inferring ``IsNotNull``."""
+        if self._null_intolerant is not None:
+            return self._null_intolerant
+        return self.null_intolerant_class
 
     @property
     def foldable(self) -> bool:
@@ -392,6 +404,7 @@ class BinaryOperator(BinaryExpression):
 
 
 class BinaryComparison(BinaryOperator, Predicate):
+    null_intolerant_class = True
     __slots__ = ()
 
 
@@ -411,6 +424,7 @@ class Or(BinaryOperator, Predicate):
 
 @mirror(_C + "Not", pattern="NOT")
 class Not(UnaryExpression, Predicate):
+    null_intolerant_class = True
     def sql(self) -> str:
         return f"NOT {self.child.sql()}"
 
@@ -423,6 +437,7 @@ class EqualTo(BinaryComparison):
 @mirror(_C + "EqualNullSafe", pattern="BINARY_COMPARISON")
 class EqualNullSafe(BinaryComparison, NeverNull):
     symbol = "<=>"
+    null_intolerant_class = False
 
 
 @mirror(_C + "LessThan", pattern="BINARY_COMPARISON")
@@ -487,22 +502,23 @@ class InSet(Predicate):
 
 @mirror(_C + "Like", pattern="LIKE_FAMLIY")
 class Like(BinaryExpression, Predicate):
+    null_intolerant_class = True
     escape_char: str = arg("c", default="\\")
 
 
 @mirror(_C + "StartsWith")
 class StartsWith(BinaryExpression, Predicate):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "EndsWith")
 class EndsWith(BinaryExpression, Predicate):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Contains")
 class Contains(BinaryExpression, Predicate):
-    pass
+    null_intolerant_class = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -512,6 +528,7 @@ class Contains(BinaryExpression, Predicate):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class BinaryArithmetic(BinaryOperator):
+    null_intolerant_class = True
     eval_context: Value | None = arg("x", default=None)
 
     def _derive_type(self) -> DataType:
@@ -558,22 +575,22 @@ class Pmod(BinaryArithmetic):
 
 @mirror(_C + "UnaryMinus")
 class UnaryMinus(UnaryWithFailOnError, SameTypeAsChild):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Abs")
 class Abs(UnaryWithFailOnError, SameTypeAsChild):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Floor")
 class Floor(UnaryWithFailOnError):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Ceil")
 class Ceil(UnaryWithFailOnError):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Round")
@@ -591,6 +608,7 @@ class Round(Expression):
 class Cast(Expression):
     """``CAST(child AS to)``. ``eval_mode`` None takes the session's (ANSI or legacy)."""
 
+    null_intolerant_class = True
     child: Expression = arg("e")
     to: DataType = arg("t")
     time_zone_id: str | None = arg("s?", default=None)
@@ -651,16 +669,17 @@ class NaNvl(BinaryExpression):
 
 @mirror(_C + "Upper", pattern="UPPER_OR_LOWER")
 class Upper(UnaryExpression, SameTypeAsChild):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Lower", pattern="UPPER_OR_LOWER")
 class Lower(UnaryExpression, SameTypeAsChild):
-    pass
+    null_intolerant_class = True
 
 
 @mirror(_C + "Substring")
 class Substring(Expression):
+    null_intolerant_class = True
     str: Expression = arg("e")
     pos: Expression = arg("e")
     len: Expression = arg("e")
@@ -668,6 +687,7 @@ class Substring(Expression):
 
 @mirror(_C + "Length")
 class Length(UnaryExpression):
+    null_intolerant_class = True
     _fixed_type = T.INT
 
 
@@ -688,27 +708,32 @@ class StringTrim(Expression):
 
 @mirror(_C + "Year")
 class Year(UnaryExpression):
+    null_intolerant_class = True
     _fixed_type = T.INT
 
 
 @mirror(_C + "Month")
 class Month(UnaryExpression):
+    null_intolerant_class = True
     _fixed_type = T.INT
 
 
 @mirror(_C + "DayOfMonth")
 class DayOfMonth(UnaryExpression):
+    null_intolerant_class = True
     _fixed_type = T.INT
 
 
 @mirror(_C + "Hour")
 class Hour(UnaryExpression):
+    null_intolerant_class = True
     time_zone_id: str | None = arg("s?", default=None)
     _fixed_type = T.INT
 
 
 @mirror(_C + "DateAdd")
 class DateAdd(Expression):
+    null_intolerant_class = True
     start_date: Expression = arg("e")
     days: Expression = arg("e")
     _fixed_type = T.DATE
@@ -716,6 +741,7 @@ class DateAdd(Expression):
 
 @mirror(_C + "DateSub")
 class DateSub(Expression):
+    null_intolerant_class = True
     start_date: Expression = arg("e")
     days: Expression = arg("e")
     _fixed_type = T.DATE
@@ -746,6 +772,7 @@ class TruncTimestamp(Expression):
 
 @mirror(_C + "GetStructField", pattern="EXTRACT_VALUE")
 class GetStructField(Expression):
+    null_intolerant_class = True
     child: Expression = arg("e")
     ordinal: int = arg("i")
     name: str | None = arg("s?", default=None)
@@ -839,6 +866,15 @@ class OpaqueExpression(Expression):
     foldable_: bool = arg("-", default=False)
     #: The references when they are not the children's (subqueries, outer references).
     references_: frozenset | None = arg("-", default=None)
+    #: For subquery expressions, the output of the subquery's plan.
+    subquery_output: tuple[AttributeReference, ...] | None = arg("-", default=None)
+    #: Set by a rule to narrow a subquery's plan to these output ids (EXISTS needs only
+    #: the columns its correlation reads).
+    keep: frozenset | None = arg("-", default=None)
+
+    @property
+    def is_subquery(self) -> bool:
+        return self.subquery_output is not None
 
     @property
     def deterministic(self) -> bool:

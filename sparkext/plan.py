@@ -398,6 +398,8 @@ class Relation(LogicalPlan):
     handle: int = arg("-")
     name: str | None = arg("-", default=None)
     ordering: tuple[SortOrder, ...] = arg("-", default=())
+    #: True when ``ordering`` provably holds across partitions, not only within each
+    ordering_is_global: bool = arg("-", default=False)
 
     def simple_string(self) -> str:
         label = f" {self.name}" if self.name else ""

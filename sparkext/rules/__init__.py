@@ -1,7 +1,38 @@
 """sparkext's built-in rules: one module per rule, each exporting one function of the
 same name. ``BATCHES`` is the order they run in when ``sparkext.enable(spark)`` is called
-without rules."""
+without rules; each runs once per query, to its own fixed point, inside one callback.
+
+1. push down filters (fixed point)
+2. infer filters (once: what constraints imply and is not there yet)
+3. push down the inferred filters (fixed point)
+4. prune columns (fixed point)
+5. simplify sort keys, eliminate sorts (fixed point)
+"""
 
 from __future__ import annotations
 
-BATCHES: tuple = ()
+from sparkext.optimizer import Batch, FixedPoint, Once, Rule
+from sparkext.plan import Filter, Join, Sort
+from sparkext.rules.eliminate_sorts import eliminate_sorts
+from sparkext.rules.infer_filters import infer_filters
+from sparkext.rules.prune_columns import prune_columns
+from sparkext.rules.push_down_filters import push_down_filters
+from sparkext.rules.simplify_sort_keys import simplify_sort_keys
+
+PUSH_DOWN_FILTERS = Rule("push_down_filters", push_down_filters, matches=(Filter, Join))
+INFER_FILTERS = Rule("infer_filters", infer_filters, matches=(Filter, Join))
+PRUNE_COLUMNS = Rule("prune_columns", prune_columns)
+SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sort,))
+ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,))
+
+BATCHES: tuple[Batch, ...] = (
+    Batch("push down filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),
+    Batch("infer filters", Once(), (INFER_FILTERS,)),
+    Batch("push down inferred filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),
+    Batch("prune columns", FixedPoint(100), (PRUNE_COLUMNS,)),
+    Batch("sorts", FixedPoint(100), (SIMPLIFY_SORT_KEYS, ELIMINATE_SORTS)),
+)
+
+__all__ = ["BATCHES", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS", "PUSH_DOWN_FILTERS",
+           "SIMPLIFY_SORT_KEYS", "eliminate_sorts", "infer_filters", "prune_columns",
+           "push_down_filters", "simplify_sort_keys"]

@@ -1,6 +1,6 @@
 package io.sparkext
 
-import java.lang.reflect.{Constructor, Method, Modifier}
+import java.lang.reflect.{Constructor, Modifier}
 
 import scala.collection.mutable
 import scala.language.existentials
@@ -11,7 +11,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import org.apache.spark.sql.catalyst.AliasIdentifier
 import org.apache.spark.sql.catalyst.expressions.{Expression, NullOrdering, SortDirection}
 import org.apache.spark.sql.catalyst.plans.JoinType
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.plans.logical.{JoinHint, LogicalPlan}
 import org.apache.spark.sql.types.DataType
 
 /**
@@ -86,12 +86,18 @@ final class ClassCodec(val name: String, val clazz: Class[_], val kinds: Array[K
 
   private val full: Constructor[_] = constructors.getOrElse(arity, null)
 
-  /** Scala's static `$lessinit$greater$default$N`: the default value of argument N. */
-  private val defaults: Array[Method] = Array.tabulate(arity) { i =>
+  /**
+   * The default of argument N: Scala's static `$lessinit$greater$default$N`, or the empty
+   * value of a type Catalyst builds without one (a join without hints).
+   */
+  private val defaults: Array[() => AnyRef] = Array.tabulate(arity) { i =>
+    val byType: () => AnyRef =
+      if (full != null && full.getParameterTypes()(i) == classOf[JoinHint]) () => JoinHint.NONE
+      else null
     try {
       val m = clazz.getMethod("$lessinit$greater$default$" + (i + 1))
-      if (Modifier.isStatic(m.getModifiers)) m else null
-    } catch { case _: NoSuchMethodException => null }
+      if (Modifier.isStatic(m.getModifiers)) () => m.invoke(null) else byType
+    } catch { case _: NoSuchMethodException => byType }
   }
 
   /** Why this class cannot be mirrored on this Spark, or null when it can. */
@@ -118,7 +124,7 @@ final class ClassCodec(val name: String, val clazz: Class[_], val kinds: Array[K
     }
     val upTo = if (firstMissing < 0) arity else firstMissing
     for (i <- 0 until upTo if args(i) == null && kinds(i) == Kind.Value) {
-      args(i) = defaults(i).invoke(null)
+      args(i) = defaults(i)()
     }
     val (ctor, used): (Constructor[_], Array[AnyRef]) = if (firstMissing < 0) (full, args) else {
       val shorter = constructors.getOrElse(firstMissing, null)

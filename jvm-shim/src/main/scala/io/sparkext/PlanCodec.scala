@@ -14,7 +14,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.spark.sql.catalyst.{AliasIdentifier, InternalRow}
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans._
-import org.apache.spark.sql.catalyst.plans.logical.{JoinHint, LogicalPlan}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, ArrayData, GenericArrayData, MapData}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
@@ -267,6 +267,7 @@ final class PlanEncoder(spec: MirrorSpec) {
       val ordering = p.outputOrdering
       if (ordering.nonEmpty) {
         g.writeArrayFieldStart("ord"); ordering.foreach(expr); g.writeEndArray()
+        if (Relations.orderingIsGlobal(p, ordering)) g.writeBooleanField("glob", true)
       }
     } else {
       g.writeStringField("k", "Opaque")
@@ -430,6 +431,13 @@ final class PlanEncoder(spec: MirrorSpec) {
         if (refs != AttributeSet(e.children.flatMap(_.references))) {
           g.writeArrayFieldStart("r"); refs.toSeq.foreach(expr); g.writeEndArray()
         }
+        e match {
+          case s: SubqueryExpression =>
+            // The subquery plan's own output: rules must not move a subquery next to
+            // attributes of the same ids, and may narrow an EXISTS plan to what it needs.
+            g.writeArrayFieldStart("so"); s.plan.output.foreach(expr); g.writeEndArray()
+          case _ =>
+        }
       }
       typeAndNullability(e)
       g.writeEndObject()
@@ -439,15 +447,41 @@ final class PlanEncoder(spec: MirrorSpec) {
     // Some expressions cannot tell their type (generators, unevaluable markers): leave it out.
     try g.writeNumberField("t", typeId(e.dataType)) catch { case NonFatal(_) => }
     try g.writeBooleanField("n", e.nullable) catch { case NonFatal(_) => }
+    if (e.nullIntolerant) g.writeBooleanField("ni", true)
   }
 }
 
 /** Best-effort names of leaf relations, for plan text and for rule authors. */
 private[sparkext] object Relations {
+  import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, RangePartitioning, SinglePartition}
+  import org.apache.spark.sql.execution.LogicalRDD
   import org.apache.spark.sql.execution.columnar.InMemoryRelation
   import org.apache.spark.sql.execution.datasources.LogicalRelation
   import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, DataSourceV2ScanRelation}
   import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
+
+  /**
+   * Whether the leaf's `outputOrdering` holds across partitions, not only within each:
+   * Catalyst's logical ordering does not say. Provable for a Range, and for a cached or
+   * checkpointed plan whose partitioning is a single partition or a range partitioning
+   * that agrees with the ordering.
+   */
+  def orderingIsGlobal(p: LogicalPlan, ordering: Seq[SortOrder]): Boolean = try {
+    p match {
+      case _: org.apache.spark.sql.catalyst.plans.logical.Range => true
+      case r: InMemoryRelation => provable(r.cacheBuilder.cachedPlan.outputPartitioning, ordering)
+      case r: LogicalRDD => provable(r.outputPartitioning, ordering)
+      case _ => false
+    }
+  } catch { case NonFatal(_) => false }
+
+  private def provable(partitioning: Partitioning, ordering: Seq[SortOrder]): Boolean =
+    partitioning match {
+      case SinglePartition => true
+      case RangePartitioning(keys, _) =>
+        keys.nonEmpty && keys.zip(ordering).forall { case (k, o) => k.semanticEquals(o) }
+      case other => other.numPartitions == 1
+    }
 
   def name(p: LogicalPlan): String = try {
     p match {
@@ -618,8 +652,16 @@ final class PlanRebuilder(spec: MirrorSpec, enc: PlanEncoder, types: IndexedSeq[
       case "Opaque" =>
         val original = ref(j.get("src")).asInstanceOf[Expression]
         val children = j.get("c").asScala.map(expr).toSeq
-        if (children.corresponds(original.children)(_ eq _)) original
-        else original.withNewChildren(children)
+        val rebuilt =
+          if (children.corresponds(original.children)(_ eq _)) original
+          else original.withNewChildren(children)
+        val keep = j.get("keep")
+        if (keep == null) rebuilt else rebuilt match {
+          case s: SubqueryExpression =>
+            val ids = keep.asScala.map(_.asLong()).toSet
+            s.withNewPlan(Project(s.plan.output.filter(a => ids.contains(a.exprId.id)), s.plan))
+          case other => fail(s"only a subquery's plan can be narrowed, not ${PlanCodec.simpleName(other.getClass)}")
+        }
       case name =>
         build(spec.forName(name), j).asInstanceOf[Expression]
     }

@@ -1,4 +1,9 @@
-"""Rules that exercise the codec rather than optimise: used by the round-trip tests."""
+"""Rules that exercise the bridge rather than optimise.
+
+Run them on your own queries after a Spark upgrade: ``copy_nodes`` must leave every plan
+as it is, ``rebuild_everything`` must give plans Spark accepts and that return the same
+rows (sparkext's own round-trip tests and benchmarks use them the same way).
+"""
 
 from __future__ import annotations
 

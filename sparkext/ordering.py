@@ -1,0 +1,551 @@
+"""Ordering analysis: which orders a plan's rows are already in (Apache DataFusion's
+``EquivalenceProperties``, brought to Spark's logical plans).
+
+For every plan node, :func:`properties` gives its :class:`EquivalenceProperties`:
+
+- **constants**: expressions with one value on every row (``host = 'h1'``, a literal
+  column, ``x IS NULL``), and whether that value is exactly one value or only equal under
+  comparison (a ``double`` equal to ``0.0`` may be ``-0.0``);
+- **equivalence groups**: expressions equal on every row (``a = b``, ``x AS y``);
+- **orderings**: lexicographic orders the rows are in, each knowing whether it holds
+  **globally** (rows in partition order are sorted) or only **within each partition**.
+
+:meth:`EquivalenceProperties.ordering_satisfy` decides whether a required sort order
+already holds: drop constant keys, normalise every key to its group, drop repeated keys,
+then match keys one at a time against the leading key of some ordering (a key that is a
+monotonic function of a matched expression matches too), treating each matched key as a
+constant for the keys after it — within rows that tie on the keys so far, an ordering's
+next key takes over.
+
+Derivation per node:
+
+| node | orderings | constants and groups |
+| --- | --- | --- |
+| Relation | Catalyst's ``outputOrdering`` of the leaf (cached relations, checkpoints, ranges, DSv2 scans that report one); global only when the JVM proves it (a range; a cached or checkpointed plan that is one partition or range-partitioned on a prefix of the ordering), else within partitions | its non-nullable columns are not NULL |
+| Sort | global sort: its order, globally. Local sort: its order within partitions — globally when its input is range-partitioned on keys that agree with it | passed on |
+| Filter | passed on | ``e = literal`` makes ``e`` constant (not NULL); ``e IS NULL`` makes it constant NULL; ``a = b`` joins their groups; null-intolerant conjuncts make their columns not NULL |
+| Project | passed on (in terms of the input's expressions) | ``e AS x`` puts ``x`` in ``e``'s group; a literal column is constant; monotonic functions of ordered expressions are ordered (below) |
+| SubqueryAlias, Sample, LocalLimit | passed on | passed on |
+| GlobalLimit | none (its single-partition exchange reads blocks in any order), as Spark's own | passed on |
+| Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
+| Aggregate | none | grouping outputs that were constant stay constant |
+| Window, Repartition*, Generate, Distinct, Deduplicate | none | passed on |
+| Union, Expand, Opaque | none | none |
+
+Monotonic functions (only over integral, decimal, date and timestamp values: floating
+point NaN and -0.0 order in ways these functions do not preserve; and only where ANSI
+mode rules out overflow):
+
+| expression | monotonic in ``x`` |
+| --- | --- |
+| ``x + c``, ``x - c``, ``c + x``, ``x * c`` (c > 0), ``date_add(x, c)``, ``date_sub(x, c)`` | increasing, strictly |
+| ``c - x``, ``-x``, ``x * c`` (c < 0) | decreasing, strictly |
+| ``cast(x as wider)`` (integral to wider integral or decimal, decimal to wider decimal, date to timestamp) | increasing, strictly |
+| ``date_trunc(f, x)``, ``trunc(x, f)``, ``to_date(x)`` (cast timestamp to date), ``year(x)``, ``floor(x)``, ``ceil(x)`` (decimal) | increasing, not strictly |
+
+A non-strict key cannot be followed by keys that rely on it: ``date_trunc('hour', ts)``
+is ordered where ``ts`` is, but ties in the hour do not make ``ts`` tie. Null ordering
+matters (Spark's ASC is NULLS FIRST, DESC is NULLS LAST; a decreasing function keeps NULLs
+where they were) unless the column is known not to be NULL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparkext.expressions import (
+    Add,
+    Alias,
+    AttributeReference,
+    Cast,
+    Ceil,
+    DateAdd,
+    DateSub,
+    EqualNullSafe,
+    EqualTo,
+    Expression,
+    Floor,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Multiply,
+    OpaqueExpression,
+    SortOrder,
+    Subtract,
+    TruncDate,
+    TruncTimestamp,
+    UnaryMinus,
+    Year,
+)
+from sparkext.plan import (
+    Aggregate,
+    Deduplicate,
+    Distinct,
+    ExistenceJoin,
+    Filter,
+    Generate,
+    GlobalLimit,
+    Join,
+    LocalLimit,
+    LogicalPlan,
+    Project,
+    RebalancePartitions,
+    Relation,
+    Repartition,
+    RepartitionByExpression,
+    Sample,
+    Sort,
+    SubqueryAlias,
+    Window,
+)
+from sparkext.predicates import split_conjuncts
+
+__all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties"]
+
+_INTEGRAL = ("byte", "short", "integer", "long")
+_MANY_ROWS = ("AggregateExpression", "WindowExpression")
+
+
+def _exact_type(t) -> bool:
+    """Types whose comparison-equal values are identical (no NaN/-0.0, no collation)."""
+    n = t.name
+    return n in _INTEGRAL or n.startswith("decimal") or n in (
+        "date", "timestamp", "timestamp_ntz", "boolean", "string", "binary")
+
+
+def _monotonic_type(t) -> bool:
+    n = t.name
+    return n in _INTEGRAL or n.startswith("decimal") or n in ("date", "timestamp",
+                                                               "timestamp_ntz")
+
+
+def _type_of(e: Expression):
+    try:
+        return e.data_type
+    except TypeError:
+        return None
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One key of an ordering: an expression, its direction and where its NULLs go."""
+
+    expr: Expression
+    descending: bool = False
+    nulls_first: bool = True
+
+    @classmethod
+    def of(cls, so: SortOrder) -> SortKey:
+        return cls(so.child, so.direction == "DESC", so.null_ordering == "FIRST")
+
+    def __repr__(self) -> str:
+        return (f"{self.expr.sql()} {'DESC' if self.descending else 'ASC'} "
+                f"NULLS {'FIRST' if self.nulls_first else 'LAST'}")
+
+
+@dataclass(frozen=True)
+class Ordering:
+    keys: tuple[SortKey, ...]
+    is_global: bool
+
+    def __repr__(self) -> str:
+        scope = "global" if self.is_global else "within partitions"
+        return f"[{', '.join(map(repr, self.keys))}] ({scope})"
+
+
+@dataclass(frozen=True)
+class Constant:
+    expr: Expression
+    #: the value is NULL on every row
+    is_null: bool = False
+    #: every row holds the very same value (not merely one that compares equal)
+    exact: bool = True
+
+
+@dataclass
+class EquivalenceProperties:
+    """Constants, equivalence groups and orderings of one node's rows. Build new ones with
+    the ``with_*`` methods; instances reached through :func:`properties` are shared."""
+
+    constants: dict = field(default_factory=dict)   # semantic key -> Constant
+    orderings: list = field(default_factory=list)   # [Ordering]
+    not_null: set = field(default_factory=set)      # semantic keys
+    _parent: dict = field(default_factory=dict)     # union-find over semantic keys
+    _exprs: dict = field(default_factory=dict)      # semantic key -> first expression seen
+
+    # -- building -----------------------------------------------------------------------
+
+    def copy(self) -> EquivalenceProperties:
+        return EquivalenceProperties(dict(self.constants), list(self.orderings),
+                                     set(self.not_null), dict(self._parent), dict(self._exprs))
+
+    def _find(self, k):
+        while self._parent.get(k, k) != k:
+            self._parent[k] = self._parent.get(self._parent[k], self._parent[k])
+            k = self._parent[k]
+        return k
+
+    def _remember(self, e: Expression):
+        k = e.semantic_key()
+        self._exprs.setdefault(k, e)
+        return k
+
+    def add_equivalence(self, a: Expression, b: Expression) -> None:
+        ka, kb = self._find(self._remember(a)), self._find(self._remember(b))
+        if ka != kb:
+            self._parent[kb] = ka
+            # A group is constant, or not NULL, when any member is.
+            for src, dst in ((ka, kb), (kb, ka)):
+                if src in self.constants and dst not in self.constants:
+                    self.constants[dst] = self.constants[src]
+            if ka in self.not_null or kb in self.not_null:
+                self.not_null.update((ka, kb))
+
+    def add_constant(self, e: Expression, is_null: bool = False, exact: bool = True) -> None:
+        k = self._find(self._remember(e))
+        self.constants[k] = Constant(e, is_null, exact)
+        if not is_null:
+            self.not_null.add(k)
+
+    def add_not_null(self, e: Expression) -> None:
+        self.not_null.add(self._find(self._remember(e)))
+
+    # -- questions ----------------------------------------------------------------------
+
+    def group(self, e: Expression) -> list[Expression]:
+        """``e`` and every expression known equal to it."""
+        root = self._find(e.semantic_key())
+        members = [x for k, x in self._exprs.items() if self._find(k) == root]
+        return members or [e]
+
+    def same_group(self, a: Expression, b: Expression) -> bool:
+        return self._find(a.semantic_key()) == self._find(b.semantic_key())
+
+    def constant(self, e: Expression) -> Constant | None:
+        if isinstance(e, Literal):
+            return Constant(e, e.value is None, True)
+        c = self.constants.get(self._find(e.semantic_key()))
+        if c is not None:
+            return c
+        # A deterministic row-level function of exact constants has one value too (not an
+        # aggregate or window function: those see many rows).
+        kids = e.children
+        if kids and e.deterministic and not isinstance(e, AttributeReference) and not (
+                isinstance(e, OpaqueExpression) and e.cls in _MANY_ROWS):
+            consts = [self.constant(k) for k in kids]
+            if all(c is not None and c.exact for c in consts):
+                return Constant(e, False, True)
+        return None
+
+    def is_not_null(self, e: Expression) -> bool:
+        if isinstance(e, AttributeReference) and not e.nullable:
+            return True
+        if isinstance(e, Literal):
+            return e.value is not None
+        return self._find(e.semantic_key()) in self.not_null
+
+    def sort_properties(self, e: Expression, require_global: bool):
+        """(descending, nulls_first) if the rows are ordered by ``e``, else None."""
+        return self._sort_properties(e, require_global, 0)
+
+    def _sort_properties(self, e: Expression, require_global: bool, depth: int):
+        if depth > 8:
+            return None
+        for member in self.group(e):
+            for o in self.orderings:
+                if require_global and not o.is_global:
+                    continue
+                lead = next((k for k in o.keys if self.constant(k.expr) is None), None)
+                if lead is not None and self.same_group(lead.expr, member):
+                    return lead.descending, lead.nulls_first
+            mono = monotonic(member)
+            if mono is not None:
+                arg, increasing, _strict = mono
+                inner = self._sort_properties(arg, require_global, depth + 1)
+                if inner is not None:
+                    desc, nulls_first = inner
+                    return (desc if increasing else not desc), nulls_first
+        return None
+
+    def normalize(self, keys) -> list[SortKey]:
+        """Requirement keys without constants, each as its group's first member, without
+        repeats (a key equal to an earlier one only breaks ties that cannot exist)."""
+        out, seen = [], set()
+        for k in keys:
+            k = SortKey.of(k) if isinstance(k, SortOrder) else k
+            if self.constant(k.expr) is not None:
+                continue
+            root = self._find(k.expr.semantic_key())
+            if root in seen:
+                continue
+            seen.add(root)
+            rep = self._exprs.get(root, k.expr)
+            out.append(SortKey(rep, k.descending, k.nulls_first))
+        return out
+
+    def ordering_satisfy(self, requirement, require_global: bool = True) -> bool:
+        """Whether the rows already are in ``requirement`` order (SortOrders or SortKeys);
+        ``require_global``: across partitions, or only within each."""
+        props = self.copy()
+        for key in self.normalize(requirement):
+            if props.constant(key.expr) is not None:
+                continue
+            sp = props.sort_properties(key.expr, require_global)
+            if sp is None:
+                return False
+            desc, nulls_first = sp
+            if desc != key.descending:
+                return False
+            if nulls_first != key.nulls_first and not props.is_not_null(key.expr):
+                return False
+            # Rows that tie on this key have one value of it: the next key is compared
+            # only among them (exact or not: the comparator itself sees them as equal).
+            props.add_constant(key.expr, exact=False)
+        return True
+
+    def succinct_orderings(self) -> list[Ordering]:
+        """The orderings without constant keys, keys as their group's first member, no
+        repeated keys, and no ordering that is a prefix of another of the same reach."""
+        norm = []
+        for o in self.orderings:
+            keys = []
+            for k in self.normalize(o.keys):
+                keys.append(k)
+                if monotonic(k.expr) is not None and not monotonic(k.expr)[2]:
+                    break
+            if keys:
+                norm.append(Ordering(tuple(keys), o.is_global))
+
+        def implies(p: Ordering, o: Ordering) -> bool:
+            return (p.is_global or not o.is_global) and p.keys[:len(o.keys)] == o.keys
+
+        kept: list[Ordering] = []
+        for i, o in enumerate(norm):
+            # Drop o if another ordering implies it (for equal ones, keep the first).
+            if not any(implies(p, o) and (not implies(o, p) or j < i)
+                       for j, p in enumerate(norm) if j != i):
+                kept.append(o)
+        return kept
+
+
+def monotonic(e: Expression):
+    """(argument, increasing, strict) when ``e`` is a monotonic function of one argument
+    (see the table in the module docstring), else None."""
+    def ok(x):
+        t = _type_of(x)
+        return t is not None and _monotonic_type(t)
+
+    def ansi(x):
+        return x.eval_context is not None and "ANSI" in x.eval_context.text
+
+    def lit_value(x):
+        return x.value if isinstance(x, Literal) and x.value is not None else None
+
+    match e:
+        case Add(left=a, right=c) if lit_value(c) is not None and ok(a) and ansi(e):
+            return a, True, True
+        case Add(left=c, right=a) if lit_value(c) is not None and ok(a) and ansi(e):
+            return a, True, True
+        case Subtract(left=a, right=c) if lit_value(c) is not None and ok(a) and ansi(e):
+            return a, True, True
+        case Subtract(left=c, right=a) if lit_value(c) is not None and ok(a) and ansi(e):
+            return a, False, True
+        case Multiply(left=a, right=c) | Multiply(left=c, right=a) if (
+                isinstance(lit_value(c), (int, float)) or _is_decimal(lit_value(c))) \
+                and lit_value(c) != 0 and ok(a) and ansi(e) and not isinstance(a, Literal):
+            return a, lit_value(c) > 0, True
+        case UnaryMinus(child=a, fail_on_error=True) if ok(a):
+            return a, False, True
+        case DateAdd(start_date=a, days=c) if lit_value(c) is not None:
+            return a, True, True
+        case DateSub(start_date=a, days=c) if lit_value(c) is not None:
+            return a, True, True
+        case Cast(child=a, to=to) if _type_of(a) is not None:
+            return _cast_monotonic(a, _type_of(a), to)
+        case TruncTimestamp(format=f, timestamp=a) if isinstance(f, Literal):
+            return a, True, False
+        case TruncDate(date=a, format=f) if isinstance(f, Literal):
+            return a, True, False
+        case Year(child=a) if _type_of(a) is not None and _type_of(a).name == "date":
+            return a, True, False
+        case Floor(child=a) | Ceil(child=a) if _type_of(a) is not None and \
+                _type_of(a).is_decimal:
+            return a, True, False
+        case _:
+            return None
+
+
+def _is_decimal(v) -> bool:
+    import decimal
+    return isinstance(v, decimal.Decimal)
+
+
+_WIDTH = {"byte": 1, "short": 2, "integer": 3, "long": 4}
+_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 19}
+
+
+def _cast_monotonic(a: Expression, src, dst):
+    s, d = src.name, dst.name
+    if s in _INTEGRAL and d in _INTEGRAL and _WIDTH[d] >= _WIDTH[s]:
+        return a, True, True
+    if s in _INTEGRAL and dst.is_decimal:
+        p, sc = dst.precision_scale
+        if p - sc >= _DIGITS[s]:
+            return a, True, True
+    if src.is_decimal and dst.is_decimal:
+        (p1, s1), (p2, s2) = src.precision_scale, dst.precision_scale
+        if s2 >= s1 and p2 - s2 >= p1 - s1:
+            return a, True, True
+    if s == "date" and d in ("timestamp", "timestamp_ntz"):
+        return a, True, True
+    if s in ("timestamp", "timestamp_ntz") and d == "date":
+        return a, True, False
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Derivation per node
+
+
+def properties(plan: LogicalPlan) -> EquivalenceProperties:
+    """The equivalence properties of ``plan``'s rows (cached on the node)."""
+    return plan._cached("equivalence_properties", lambda: _derive(plan))
+
+
+def _keys(order) -> tuple[SortKey, ...]:
+    return tuple(SortKey.of(o) for o in order)
+
+
+def _derive(plan: LogicalPlan) -> EquivalenceProperties:
+    match plan:
+        case Relation(output=out, ordering=ordering, ordering_is_global=is_global):
+            p = EquivalenceProperties()
+            for a in out:
+                if not a.nullable:
+                    p.add_not_null(a)
+            if ordering:
+                p.orderings.append(Ordering(_keys(ordering), is_global))
+            return p
+        case Sort(order=order, is_global=is_global, child=child):
+            p = properties(child).copy()
+            global_ = is_global or _range_partitioned_for(child, order)
+            p.orderings = [Ordering(_keys(order), global_)]
+            return p
+        case Filter(condition=cond, child=child):
+            p = properties(child).copy()
+            for c in split_conjuncts(cond):
+                _learn(p, c)
+            return p
+        case Project(project_list=exprs, child=child):
+            p = properties(child).copy()
+            for e in exprs:
+                if isinstance(e, Alias):
+                    attr = e.to_attribute()
+                    if isinstance(e.child, Literal):
+                        p.add_constant(attr, e.child.value is None)
+                    elif e.child.deterministic:
+                        p.add_equivalence(e.child, attr)
+            return p
+        case SubqueryAlias(child=child) | Sample(child=child) | LocalLimit(child=child):
+            return properties(child)
+        case GlobalLimit(child=child) | Window(child=child) | Repartition(child=child) | \
+                RepartitionByExpression(child=child) | RebalancePartitions(child=child) | \
+                Generate(child=child) | Distinct(child=child) | Deduplicate(child=child):
+            p = properties(child).copy()
+            p.orderings = []
+            return p
+        case Join(left=left, right=right, join_type=jt, condition=cond):
+            return _join(left, right, jt, cond)
+        case Aggregate(aggregate_expressions=aggs, child=child):
+            return _aggregate(aggs, properties(child))
+        case _:
+            return EquivalenceProperties()
+
+
+def _learn(p: EquivalenceProperties, c: Expression) -> None:
+    """What one filter conjunct says about every row that passes it."""
+    if not c.deterministic:
+        return
+    match c:
+        case EqualTo(left=x, right=Literal(value=v)) | EqualTo(left=Literal(value=v), right=x) \
+                if v is not None:
+            p.add_constant(x, False, _exact(x))
+        case EqualNullSafe(left=x, right=Literal(value=v)) | \
+                EqualNullSafe(left=Literal(value=v), right=x):
+            p.add_constant(x, v is None, _exact(x))
+        case IsNull(child=x):
+            p.add_constant(x, True, True)
+        case EqualTo(left=a, right=b):
+            p.add_equivalence(a, b)
+            p.add_not_null(a)
+            p.add_not_null(b)
+        case IsNotNull(child=x):
+            p.add_not_null(x)
+        case _:
+            if c.null_intolerant:
+                for x in c.children:
+                    if isinstance(x, AttributeReference):
+                        p.add_not_null(x)
+
+
+def _exact(x: Expression) -> bool:
+    t = _type_of(x)
+    return t is not None and _exact_type(t)
+
+
+def _range_partitioned_for(child: LogicalPlan, order) -> bool:
+    """Whether ``child`` is range-partitioned on keys that agree with ``order`` on their
+    common prefix: each partition then holds one range, in partition order, and a sort
+    within partitions is a global sort."""
+    node = child
+    while isinstance(node, (Project, Filter)) and node.deterministic:
+        node = node.children[0]
+    if not isinstance(node, RepartitionByExpression):
+        return False
+    keys = node.partition_expressions
+    if not keys or not all(isinstance(k, SortOrder) for k in keys):
+        return False
+    p = properties(child)
+    return all(a.direction == b.direction and a.null_ordering == b.null_ordering
+               and p.same_group(a.child, b.child) for a, b in zip(keys, order))
+
+
+def _join(left, right, jt, cond) -> EquivalenceProperties:
+    lp, rp = properties(left), properties(right)
+    if jt in ("Inner", "Cross"):
+        p = lp.copy()
+        _merge(p, rp)
+        for c in split_conjuncts(cond):
+            _learn(p, c)
+    elif jt in ("LeftOuter", "LeftSingle", "LeftSemi", "LeftAnti") or isinstance(jt, ExistenceJoin):
+        p = lp.copy()
+    elif jt == "RightOuter":
+        p = rp.copy()
+    else:
+        return EquivalenceProperties()
+    p.orderings = []
+    return p
+
+
+def _merge(p: EquivalenceProperties, other: EquivalenceProperties) -> None:
+    for k, e in other._exprs.items():
+        p._exprs.setdefault(k, e)
+    for k in other._exprs:
+        root = other._find(k)
+        if root != k:
+            p.add_equivalence(other._exprs[root], other._exprs[k])
+    for c in other.constants.values():
+        p.add_constant(c.expr, c.is_null, c.exact)
+    for k in other.not_null:
+        p.not_null.add(p._find(k))
+
+
+def _aggregate(aggs, child: EquivalenceProperties) -> EquivalenceProperties:
+    p = EquivalenceProperties()
+    for e in aggs:
+        target = e.child if isinstance(e, Alias) else e
+        c = child.constant(target)
+        if c is not None:
+            attr = e.to_attribute() if isinstance(e, Alias) else e
+            p.add_constant(attr, c.is_null, c.exact)
+    return p

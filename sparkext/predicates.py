@@ -1,0 +1,129 @@
+"""The shared vocabulary of predicate rewriting (Catalyst's ``PredicateHelper``).
+
+    >>> split_conjuncts(And(And(a, b), c))
+    [a, b, c]
+    >>> conjoin([a, b, c])            # And(And(a, b), c): left-deep, order kept
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sparkext.expressions import (
+    Alias,
+    And,
+    AttributeReference,
+    Expression,
+    OpaqueExpression,
+    Or,
+)
+
+
+def _split(e: Expression | None, op: type) -> list[Expression]:
+    out: list[Expression] = []
+    stack = [] if e is None else [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, op):
+            stack.append(x.right)
+            stack.append(x.left)
+        else:
+            out.append(x)
+    return out
+
+
+def split_conjuncts(e: Expression | None) -> list[Expression]:
+    """The conjuncts of ``e``, left to right (``a AND (b AND c)`` gives a, b, c)."""
+    return _split(e, And)
+
+
+def split_disjuncts(e: Expression | None) -> list[Expression]:
+    """The disjuncts of ``e``, left to right."""
+    return _split(e, Or)
+
+
+def conjoin(conjuncts: Iterable[Expression]) -> Expression | None:
+    """``c1 AND c2 AND ...`` (left-deep, in the given order); None for no conjuncts."""
+    result = None
+    for c in conjuncts:
+        result = c if result is None else And(result, c)
+    return result
+
+
+def disjoin(disjuncts: Iterable[Expression]) -> Expression | None:
+    result = None
+    for d in disjuncts:
+        result = d if result is None else Or(result, d)
+    return result
+
+
+def references(e: Expression) -> frozenset:
+    """The expression ids ``e`` reads."""
+    return e.references
+
+
+def is_deterministic(e: Expression) -> bool:
+    return e.deterministic
+
+
+def deterministic_prefix(conjuncts: list[Expression]) -> tuple[list, list]:
+    """Splits at the first non-deterministic conjunct: the conjuncts before it may move,
+    it and everything after it stay where they are (they must still run after it)."""
+    for i, c in enumerate(conjuncts):
+        if not c.deterministic:
+            return conjuncts[:i], conjuncts[i:]
+    return conjuncts, []
+
+
+def alias_map(named: Iterable[Expression]) -> dict:
+    """expression id -> the expression an alias names (``x AS a`` gives ``{a: x}``)."""
+    return {e.expr_id: e.child for e in named if isinstance(e, Alias)}
+
+
+def replace_aliases(e: Expression, aliases: dict) -> Expression:
+    """``e`` with every attribute that names an alias replaced by the aliased expression
+    (so it can be evaluated below the node that defines the alias)."""
+    if not aliases or not (e.references & aliases.keys()):
+        return e
+
+    def swap(x):
+        if isinstance(x, AttributeReference) and x.expr_id in aliases:
+            return aliases[x.expr_id]
+        return x
+    return e.transform_up(swap)
+
+
+def replace_attributes(e: Expression, mapping: dict) -> Expression:
+    """``e`` with attributes replaced by id (``mapping``: expr_id -> expression)."""
+    if not (e.references & mapping.keys()):
+        return e
+    return e.transform_up(
+        lambda x: mapping.get(x.expr_id, x) if isinstance(x, AttributeReference) else x)
+
+
+def contains_subquery(e: Expression) -> bool:
+    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.is_subquery)
+
+
+def contains_aggregate(e: Expression) -> bool:
+    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression")
+
+
+def subquery_outputs(e: Expression) -> frozenset:
+    """The output ids of every subquery plan inside ``e``."""
+    ids: set = set()
+    for x in e.walk():
+        if isinstance(x, OpaqueExpression) and x.is_subquery:
+            ids.update(a.expr_id for a in x.subquery_output)
+    return frozenset(ids)
+
+
+def can_move_next_to(e: Expression, output_ids: frozenset) -> bool:
+    """A predicate with a subquery must not be moved next to attributes with the ids of the
+    subquery's own output: the rewrite of the subquery into a join would then see one
+    attribute on both sides (Catalyst's ``canPushThroughCondition``)."""
+    return not (subquery_outputs(e) & output_ids)
+
+
+def semantic_set(exprs: Iterable[Expression]) -> set:
+    return {e.semantic_key() for e in exprs}

@@ -1,0 +1,101 @@
+"""infer_filters: add the predicates a plan's constraints imply but it does not check yet.
+
+Catalyst's ``InferFiltersFromConstraints`` has to be switched off together with Catalyst's
+pushdown (it copies one-sided join conjuncts into the inputs), so sparkext carries its
+own. The constraints come from :mod:`sparkext.constraints`:
+
+    Filter (a = b AND a = 5)                  Filter (a = b AND a = 5 AND isnotnull(a)
+    +- Relation [a, b]                 ==>            AND isnotnull(b) AND b = 5)
+                                               +- Relation [a, b]
+
+    Join Inner (l.k = r.k)                    Join Inner (l.k = r.k)
+    :- Relation l [k]                  ==>    :- Filter isnotnull(k)
+    +- Relation r [k]                         :  +- Relation l [k]
+                                              +- Filter isnotnull(k)
+                                                 +- Relation r [k]
+
+What is inferred: ``IsNotNull`` for every column a null-intolerant predicate reads (a
+NULL there makes the predicate NULL, which a filter drops), including inner and semi join
+keys; and constants and other predicates carried across column equalities
+(``a = b AND a = 5`` gives ``b = 5``).
+
+Where: a Filter gets the predicates its own constraints imply beyond its child's and its
+own conjuncts, **appended** after its conjuncts (they hold wherever those are true, so
+they can never raise on a row the filter keeps). A join's input gets the predicates the
+join implies over that input's columns, on the sides whose rows may be dropped: both for
+inner and left semi joins, the right for left outer and anti joins, the left for right
+outer joins, none for full outer joins. A predicate is added only where it is new (not
+among the target's constraints), so the rule reaches a fixed point; push_down_filters then
+moves what was added.
+"""
+
+from __future__ import annotations
+
+from sparkext.constraints import (
+    Constraints,
+    constraints,
+    equality_inferences,
+    is_not_null_inferences,
+)
+from sparkext.plan import (
+    CROSS,
+    INNER,
+    LEFT_ANTI,
+    LEFT_OUTER,
+    LEFT_SEMI,
+    RIGHT_OUTER,
+    Filter,
+    Join,
+    LogicalPlan,
+)
+from sparkext.predicates import conjoin, contains_subquery, split_conjuncts
+
+__all__ = ["infer_filters"]
+
+# Which inputs of a join may lose rows that cannot match: (left, right).
+_INFER_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_SEMI: (True, True),
+                LEFT_OUTER: (False, True), LEFT_ANTI: (False, True),
+                RIGHT_OUTER: (True, False)}
+
+
+def infer_filters(plan: LogicalPlan) -> LogicalPlan:
+    """Adds implied predicates; returns ``plan`` itself when nothing new is implied."""
+    return plan.transform_up(_infer)
+
+
+def _infer(node: LogicalPlan) -> LogicalPlan:
+    match node:
+        case Filter(condition=cond, child=child):
+            conjuncts = split_conjuncts(cond)
+            known = constraints(child).union(conjuncts)
+            new = [c for c in constraints(node) if c not in known]
+            if not new:
+                return node
+            return node.copy(condition=conjoin(conjuncts + new))
+        case Join(left=left, right=right, join_type=jt, condition=cond):
+            to_left, to_right = _INFER_SIDES.get(jt, (False, False))
+            if not (to_left or to_right):
+                return node
+            implied = _join_implied(left, right, cond)
+            new_left = _add_new(left, implied) if to_left else left
+            new_right = _add_new(right, implied) if to_right else right
+            if new_left is left and new_right is right:
+                return node
+            return node.copy(left=new_left, right=new_right)
+        case _:
+            return node
+
+
+def _join_implied(left, right, cond) -> Constraints:
+    on = [c for c in split_conjuncts(cond) if c.deterministic and not contains_subquery(c)]
+    base = constraints(left).union(constraints(right)).union(on)
+    with_equalities = base.union(equality_inferences(list(base)))
+    return with_equalities.union(is_not_null_inferences(list(with_equalities)))
+
+
+def _add_new(side: LogicalPlan, implied: Constraints) -> LogicalPlan:
+    known = constraints(side)
+    ids = side.output_ids
+    new = [c for c in implied
+           if c.references and c.references <= ids and c.deterministic and c not in known]
+    return Filter(conjoin(new), side) if new else side

@@ -1,0 +1,185 @@
+"""prune_columns: compute only the columns something above needs, and read only those.
+
+The set of needed columns travels from the root down (pyfloe's "needed set", for every
+mirrored node); each node keeps what is needed of its own output plus what its own
+expressions read, and asks its inputs for exactly that:
+
+    Aggregate [k], [k, sum(v) AS s]               Aggregate [k], [k, sum(v) AS s]
+    +- Filter (x > 0)                      ==>    +- Project [k, v]
+       +- Relation t [k, v, x, y, z]                 +- Filter (x > 0)
+                                                        +- Relation t [k, v, x, y, z]
+
+(the file scan under the Project then reads k, v and x only).
+
+| node | what it drops | what it asks of its input |
+| --- | --- | --- |
+| Project | unneeded entries (aliases included) | what the kept entries read |
+| Aggregate | unneeded aggregate expressions | grouping expressions' and kept aggregates' columns |
+| Window | unneeded window expressions (the whole Window if none is left) | needed child columns, plus what the kept window, partition and order expressions read |
+| Union | unneeded positions, in every child alike | those positions |
+| Generate | child columns only the generator needed (``unrequired_child_index``) | needed child columns plus the generator's |
+| Expand | unneeded output positions, in every projection | what the kept projections read |
+| Join | — | per side: needed columns plus the condition's (an EXISTS subquery is narrowed to the columns its correlation reads) |
+| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias | — | needed columns plus what they read |
+| Distinct, Deduplicate, Opaque | — | everything (pruning below them would change what is distinct or what they see) |
+
+Where a node consumes an input that still carries columns nobody needs (a filter over a
+relation, a join), a Project with just the needed columns goes right above that input —
+the shape Catalyst's ``ColumnPruning`` reaches, so Spark's file scan reads fewer columns.
+The root keeps its whole output.
+"""
+
+from __future__ import annotations
+
+from sparkext.expressions import Expression, OpaqueExpression, to_attribute
+from sparkext.plan import (
+    Aggregate,
+    Deduplicate,
+    Distinct,
+    Expand,
+    Filter,
+    Generate,
+    GlobalLimit,
+    Join,
+    LocalLimit,
+    LogicalPlan,
+    Opaque,
+    Project,
+    RebalancePartitions,
+    Relation,
+    Repartition,
+    RepartitionByExpression,
+    Sample,
+    Sort,
+    SubqueryAlias,
+    Union,
+    Window,
+)
+
+__all__ = ["prune_columns"]
+
+_PASS_THROUGH = (Filter, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
+                 RepartitionByExpression, RebalancePartitions, SubqueryAlias)
+
+
+def prune_columns(plan: LogicalPlan) -> LogicalPlan:
+    """Prunes unneeded columns; returns ``plan`` itself when there is nothing to prune."""
+    plan = _narrow_exists_subqueries(plan)
+    return _prune(plan, plan.output_ids)
+
+
+def _refs(exprs) -> frozenset:
+    return frozenset().union(*(e.references for e in exprs))
+
+
+def _narrow(node: LogicalPlan, needed: frozenset) -> LogicalPlan:
+    """``node`` pruned to ``needed``, with a Project on top if it still carries more."""
+    pruned = _prune(node, needed)
+    out = pruned.output
+    if all(a.expr_id in needed for a in out):
+        return pruned
+    return Project(tuple(a for a in out if a.expr_id in needed), pruned)
+
+
+def _prune(node: LogicalPlan, needed: frozenset) -> LogicalPlan:
+    """``node`` computing at least ``needed`` of its output (its output may keep more)."""
+    match node:
+        case Project(project_list=exprs, child=child):
+            kept = tuple(e for e in exprs if to_attribute(e).expr_id in needed)
+            new_child = _prune(child, _refs(kept))
+            if len(kept) == len(exprs) and new_child is child:
+                return node
+            return Project(kept, new_child)
+
+        case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs, child=child):
+            kept = tuple(e for e in aggs if to_attribute(e).expr_id in needed)
+            new_child = _narrow(child, _refs(groups) | _refs(kept))
+            if len(kept) == len(aggs) and new_child is child:
+                return node
+            return node.copy(aggregate_expressions=kept, child=new_child)
+
+        case Window(window_expressions=wexprs, partition_spec=parts, order_spec=order,
+                    child=child):
+            kept = tuple(w for w in wexprs if to_attribute(w).expr_id in needed)
+            passing = needed & child.output_ids
+            if not kept:
+                return _prune(child, passing)
+            new_child = _narrow(child, passing | _refs(kept) | _refs(parts) | _refs(order))
+            if len(kept) == len(wexprs) and new_child is child:
+                return node
+            return node.copy(window_expressions=kept, child=new_child)
+
+        case Join(left=left, right=right, condition=cond):
+            wanted = needed | (cond.references if cond is not None else frozenset())
+            new_left = _narrow(left, wanted & left.output_ids)
+            new_right = _narrow(right, wanted & right.output_ids)
+            if new_left is left and new_right is right:
+                return node
+            return node.copy(left=new_left, right=new_right)
+
+        case Union(children=kids):
+            positions = [i for i, a in enumerate(node.output) if a.expr_id in needed]
+            if len(positions) == len(node.output):
+                new_kids = tuple(_prune(k, k.output_ids) for k in kids)
+            else:
+                new_kids = tuple(_keep_positions(k, positions) for k in kids)
+            if all(a is b for a, b in zip(new_kids, kids)):
+                return node
+            return node.copy(children=new_kids)
+
+        case Generate(generator=gen, child=child):
+            new_child = _narrow(child, (needed & child.output_ids) | gen.references)
+            unrequired = tuple(i for i, a in enumerate(new_child.output)
+                               if a.expr_id not in needed)
+            if new_child is child and unrequired == node.unrequired_child_index:
+                return node
+            return node.copy(child=new_child, unrequired_child_index=unrequired)
+
+        case Expand(projections=projs, output=out, child=child):
+            keep = [i for i, a in enumerate(out) if a.expr_id in needed] or [0]
+            new_projs = tuple(tuple(p[i] for i in keep) for p in projs)
+            new_child = _narrow(child, _refs(e for p in new_projs for e in p))
+            if len(keep) == len(out) and new_child is child:
+                return node
+            return node.copy(projections=new_projs, output=tuple(out[i] for i in keep),
+                             child=new_child)
+
+        case _ if isinstance(node, _PASS_THROUGH):
+            child = node.children[0]
+            new_child = _prune(child, (needed | node.references) & child.output_ids)
+            return node if new_child is child else node.with_new_children([new_child])
+
+        case Relation():
+            return node
+
+        case Distinct() | Deduplicate() | Opaque():
+            new_kids = [_prune(k, k.output_ids) for k in node.children]
+            return node.with_new_children(new_kids)
+
+        case _:
+            return node.with_new_children([_prune(k, k.output_ids) for k in node.children])
+
+
+def _keep_positions(kid: LogicalPlan, positions: list[int]) -> LogicalPlan:
+    """A union child with exactly the given output positions (a union matches by position)."""
+    out = kid.output
+    ids = [a.expr_id for a in out]
+    if len(set(ids)) == len(ids):
+        return _narrow(kid, frozenset(ids[i] for i in positions))
+    # The same column at two positions: only an explicit projection keeps positions apart.
+    return _prune(Project(tuple(out[i] for i in positions), kid),
+                  frozenset(ids[i] for i in positions))
+
+
+def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:
+    """An EXISTS subquery only needs the columns its correlation reads; narrowing its plan
+    lets the scan under it read only those once Spark rewrites it into a semi join."""
+    def narrow(e: Expression) -> Expression:
+        if isinstance(e, OpaqueExpression) and e.cls == "Exists" and e.keep is None \
+                and e.subquery_output is not None:
+            out = frozenset(a.expr_id for a in e.subquery_output)
+            used = _refs(e.children_) & out
+            if used != out:
+                return e.copy(keep=used)
+        return e
+    return plan.transform_up(lambda n: n.transform_expressions_up(narrow))

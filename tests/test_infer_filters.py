@@ -1,0 +1,68 @@
+"""infer_filters on hand-built plans; expected plans in tests/fixtures/rules/infer_filters.txt."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkext.expressions import (
+    Add,
+    And,
+    EqualNullSafe,
+    EqualTo,
+    GreaterThan,
+    IsNotNull,
+    Or,
+    Rand,
+    lit,
+)
+from sparkext.plan import Filter, Join, Project
+from sparkext.rules.infer_filters import infer_filters
+from tests import golden
+from tests.plans import Table
+
+L = Table("l", "a b c:string", 1)
+R = Table("r", "x y z:string", 11)
+N = Table("n", "k v", 31, nullable=False)
+
+CASES = {
+    "a null-intolerant predicate implies its columns are not null, appended last":
+        Filter(GreaterThan(Add(L.a, L.b), lit(1)), L.rel),
+    "constants travel across column equalities":
+        Filter(And(EqualTo(L.a, L.b), EqualTo(L.a, lit(5))), L.rel),
+    "inner join keys are not null on both sides":
+        Join(L.rel, R.rel, "Inner", EqualTo(L.a, R.x)),
+    "a constant on one side of an inner join reaches the other side":
+        Join(Filter(EqualTo(L.a, lit(5)), L.rel), R.rel, "Inner", EqualTo(L.a, R.x)),
+    "left outer join: only the null-supplying side is filtered":
+        Join(Filter(EqualTo(L.a, lit(5)), L.rel), R.rel, "LeftOuter", EqualTo(L.a, R.x)),
+    "right outer join: only the left side is filtered":
+        Join(L.rel, Filter(EqualTo(R.x, lit(5)), R.rel), "RightOuter", EqualTo(L.a, R.x)),
+    "full outer join: nothing is inferred":
+        Join(L.rel, R.rel, "FullOuter", EqualTo(L.a, R.x)),
+    "left semi join: both sides, like an inner join":
+        Join(L.rel, R.rel, "LeftSemi", EqualTo(L.a, R.x)),
+    "left anti join: only the right side (its NULL keys never match)":
+        Join(L.rel, R.rel, "LeftAnti", EqualTo(L.a, R.x)),
+    "a null-safe join key implies nothing about NULLs":
+        Join(L.rel, R.rel, "Inner", EqualNullSafe(L.a, R.x)),
+    "a disjunction implies no single column is not null":
+        Filter(Or(GreaterThan(L.a, lit(1)), GreaterThan(L.b, lit(1))), L.rel),
+    "what a non-deterministic predicate implies goes after it (so it never moves)":
+        Filter(GreaterThan(Add(L.a, Rand(lit(1))), lit(1)), L.rel),
+    "non-nullable columns need no IsNotNull":
+        Filter(GreaterThan(N.k, lit(1)), N.rel),
+    "what the input already guarantees is not added again":
+        Filter(GreaterThan(L.a, lit(1)), Filter(IsNotNull(L.a), L.rel)),
+    "constraints pass through projections":
+        Join(Project((L.a,), Filter(EqualTo(L.a, lit(5)), L.rel)), R.rel, "Inner",
+             EqualTo(L.a, R.x)),
+}
+
+
+@pytest.mark.parametrize("title", list(CASES))
+def test_infer_filters(title, update_plans):
+    plan = CASES[title]
+    out = infer_filters(plan)
+    golden.check("infer_filters", title, plan.tree_string(), out.tree_string(), update_plans)
+    assert [a.expr_id for a in out.output] == [a.expr_id for a in plan.output]
+    assert infer_filters(out) is out, "inferred again: the rule would not converge"

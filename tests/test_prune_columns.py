@@ -1,0 +1,98 @@
+"""prune_columns on hand-built plans; expected plans in tests/fixtures/rules/prune_columns.txt."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkext import types as T
+from sparkext.expressions import (
+    Add,
+    Alias,
+    EqualTo,
+    Explode,
+    GreaterThan,
+    Literal,
+    OpaqueExpression,
+    asc,
+    lit,
+)
+from sparkext.plan import (
+    Aggregate,
+    Distinct,
+    Expand,
+    Filter,
+    Generate,
+    Join,
+    Opaque,
+    Project,
+    Sort,
+    Union,
+    Window,
+)
+from sparkext.rules.prune_columns import prune_columns
+from tests import golden
+from tests.plans import Table, agg
+
+L = Table("l", "a b c:string d", 1)
+R = Table("r", "x y z:string", 11)
+S = Table("s", "p q", 21)
+
+
+def exists(h: int = 80):
+    """EXISTS over a plan with output x, y, z, correlated on x = outer a."""
+    return OpaqueExpression("Exists", (L.a, EqualTo(R.x, L.a)), h,
+                            subquery_output=R.columns, _type=T.BOOLEAN)
+
+
+CASES = {
+    "an unused alias is dropped from a projection":
+        Project((L.a,), Project((L.a, Alias(Add(L.b, lit(1), _type=T.INT), "b1", 41)), L.rel)),
+    "an aggregate over a filtered relation reads only the columns it needs":
+        Aggregate((L.a,), (L.a, Alias(agg("Sum", L.b), "s", 42)),
+                  Filter(GreaterThan(L.d, lit(0)), L.rel)),
+    "the root keeps its whole output":
+        Filter(GreaterThan(L.d, lit(0)), L.rel),
+    "an unused aggregate expression is dropped":
+        Project((L.a,), Aggregate((L.a,), (L.a, Alias(agg("Sum", L.b), "s", 42)), L.rel)),
+    "a window whose result nobody reads is removed":
+        Project((L.a,), Window((Alias(OpaqueExpression("RowNumber", (), 70), "rn", 43),),
+                               (L.b,), (asc(L.d),), L.rel)),
+    "union children lose the same positions":
+        Project((L.a,), Union((Project((L.a, L.b), L.rel), Project((R.x, R.y), R.rel)))),
+    "generate drops child columns only the generator needed":
+        Project((L.a, S.p), Generate(Explode(L.b), (), False, None, (S.p,), L.rel)),
+    "expand drops unused positions from every projection":
+        Aggregate((S.p,), (S.p, Alias(agg("Count", L.a), "n", 44)),
+                  Expand(((L.a, L.b, L.c, S.q), (L.a, Literal(None, T.INT), L.c, S.q)),
+                         (L.a, S.p, L.c, S.q), L.rel)),
+    "nothing is pruned below a distinct (it would change what is distinct)":
+        Project((L.a,), Distinct(L.rel)),
+    "nothing is pruned below an opaque node":
+        Project((L.a,), Opaque("Intersect", L.columns, (L.rel, L.rel), 60)),
+    "join inputs keep their join keys and what is needed above":
+        Project((L.b, R.y), Join(L.rel, R.rel, "Inner", EqualTo(L.a, R.x))),
+    "a semi join's right side keeps only the join keys":
+        Project((L.b,), Join(L.rel, R.rel, "LeftSemi", EqualTo(L.a, R.x))),
+    "an EXISTS subquery's plan is narrowed to the columns its correlation reads":
+        Project((L.b,), Filter(exists(), L.rel)),
+    "sort keys are kept below a projection that drops them":
+        Project((L.a,), Sort((asc(L.d),), True, L.rel)),
+}
+
+
+@pytest.mark.parametrize("title", list(CASES))
+def test_prune_columns(title, update_plans):
+    plan = CASES[title]
+    out = prune_columns(plan)
+    shown = out.tree_string()
+    for e in (x for n in out.walk() for ex in n.expressions for x in ex.walk()):
+        if isinstance(e, OpaqueExpression) and e.keep is not None:
+            shown += f"\n(subquery {e.cls} keeps {sorted(e.keep)})"
+    golden.check("prune_columns", title, plan.tree_string(), shown, update_plans)
+    assert [a.expr_id for a in out.output] == [a.expr_id for a in plan.output]
+    assert prune_columns(out) is out, "pruned again: not at a fixed point"
+
+
+def test_a_plan_with_nothing_to_prune_is_returned_as_is():
+    plan = Project((L.a, L.b, L.c, L.d), L.rel)
+    assert prune_columns(plan) is plan
