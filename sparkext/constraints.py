@@ -9,7 +9,7 @@ Derivation per node (only deterministic predicates over the node's own output ar
 | node | constraints |
 | --- | --- |
 | Relation | ``IsNotNull`` of its non-nullable columns |
-| Filter | the child's, plus the filter's conjuncts (not those with subqueries) |
+| Filter | the child's, plus the filter's conjuncts (not those with correlated subqueries) |
 | Project, Aggregate | the child's, re-expressed through aliases (``x AS a`` adds ``a <=> x`` and every constraint on ``x`` as one on ``a``); an aggregate's only through its grouping outputs |
 | Join | inner: both sides' and the condition's conjuncts; left semi: left's and the condition's; left outer/single, anti, existence: left's; right outer: right's; full outer: none |
 | Union | those every child has (columns matched by position) |
@@ -55,7 +55,11 @@ from sparkext.plan import (
     Union,
     Window,
 )
-from sparkext.predicates import contains_subquery, replace_attributes, split_conjuncts
+from sparkext.predicates import (
+    contains_correlated_subquery,
+    replace_attributes,
+    split_conjuncts,
+)
 
 _PASS_THROUGH = (Window, Generate, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
                  RepartitionByExpression, RebalancePartitions, SubqueryAlias, Distinct,
@@ -157,14 +161,14 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
     match plan:
         case Filter(condition=cond, child=child):
             return [*constraints(child),
-                    *(c for c in split_conjuncts(cond) if not contains_subquery(c))]
+                    *(c for c in split_conjuncts(cond) if not contains_correlated_subquery(c))]
         case Project(project_list=exprs, child=child):
             return _aliased(constraints(child), exprs)
         case Aggregate(aggregate_expressions=exprs, child=child):
             grouping_outputs = [e for e in exprs if not _has_aggregate(e)]
             return _aliased(constraints(child), grouping_outputs)
         case Join(left=left, right=right, join_type=jt, condition=cond):
-            on = [c for c in split_conjuncts(cond) if not contains_subquery(c)]
+            on = [c for c in split_conjuncts(cond) if not contains_correlated_subquery(c)]
             if jt in ("Inner", "Cross"):
                 return [*constraints(left), *constraints(right), *on]
             if jt == "LeftSemi":

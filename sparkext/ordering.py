@@ -238,11 +238,14 @@ class EquivalenceProperties:
         return None
 
     def is_not_null(self, e: Expression) -> bool:
-        if isinstance(e, AttributeReference) and not e.nullable:
-            return True
         if isinstance(e, Literal):
             return e.value is not None
-        return self._find(e.semantic_key()) in self.not_null
+        if self._find(e.semantic_key()) in self.not_null:
+            return True
+        try:
+            return not e.nullable  # what Catalyst said of it, or derived from its inputs
+        except TypeError:
+            return False
 
     def sort_properties(self, e: Expression, require_global: bool):
         """(descending, nulls_first) if the rows are ordered by ``e``, else None."""

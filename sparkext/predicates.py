@@ -105,6 +105,12 @@ def contains_subquery(e: Expression) -> bool:
     return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.is_subquery)
 
 
+def contains_correlated_subquery(e: Expression) -> bool:
+    """A subquery that reads columns of the query around it (its children are those)."""
+    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.is_subquery
+                    and bool(x.children_))
+
+
 def contains_aggregate(e: Expression) -> bool:
     return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression")
 

@@ -88,6 +88,18 @@ def conf(spark, settings: dict):
                 spark.conf.set(k, v)
 
 
+def report(request, lines) -> None:
+    """Prints a summary to the terminal, past pytest's output capture."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line)
+
+
 def registry(spark):
     return spark._jvm.io.sparkext.Sparkext
 

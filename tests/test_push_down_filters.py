@@ -17,6 +17,7 @@ from sparkext.expressions import (
     Explode,
     GreaterThan,
     IsNotNull,
+    IsNull,
     LessThan,
     Literal,
     OpaqueExpression,
@@ -84,17 +85,25 @@ CASES = {
                    LessThan(L.b, R.y)),
                Join(L.rel, R.rel, "Inner", EqualTo(L.a, R.x))),
     "left outer join: a WHERE conjunct on the null-supplying side stays above":
+        Filter(And(GreaterThan(L.a, lit(1)), IsNull(R.z)),
+               Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
+    "an outer join whose NULL-padded rows a WHERE conjunct rejects becomes an inner join":
         Filter(And(GreaterThan(L.a, lit(1)), EqualTo(R.z, lit("u"))),
+               Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
+    "a full outer join rejected on one side becomes a left outer join":
+        Filter(GreaterThan(L.b, lit(1)), Join(L.rel, R.rel, "FullOuter", EqualTo(L.a, R.x))),
+    "a conjunct that keeps NULL-padded rows does not change the join type":
+        Filter(Or(IsNull(R.y), GreaterThan(R.y, lit(1))),
                Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
     "left outer join: an ON conjunct filters the null-supplying side, not the preserved one":
         Join(L.rel, R.rel, "LeftOuter",
              And(And(EqualTo(L.a, R.x), GreaterThan(L.b, lit(1))), GreaterThan(R.y, lit(2)))),
     "right outer join: the mirror image of left outer":
-        Filter(And(GreaterThan(L.a, lit(1)), EqualTo(R.z, lit("u"))),
+        Filter(And(IsNull(L.c), EqualTo(R.z, lit("u"))),
                Join(L.rel, R.rel, "RightOuter",
                     And(EqualTo(L.a, R.x), GreaterThan(L.b, lit(1))))),
     "full outer join: nothing moves, neither from WHERE nor from ON":
-        Filter(GreaterThan(L.a, lit(1)),
+        Filter(IsNull(L.a),
                Join(L.rel, R.rel, "FullOuter", And(EqualTo(L.a, R.x), GreaterThan(R.y, lit(2))))),
     "left semi join: WHERE goes left, ON conjuncts go to their side":
         Filter(GreaterThan(L.a, lit(1)),

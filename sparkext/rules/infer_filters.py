@@ -48,7 +48,7 @@ from sparkext.plan import (
     Join,
     LogicalPlan,
 )
-from sparkext.predicates import conjoin, contains_subquery, split_conjuncts
+from sparkext.predicates import conjoin, contains_correlated_subquery, split_conjuncts
 
 __all__ = ["infer_filters"]
 
@@ -87,7 +87,8 @@ def _infer(node: LogicalPlan) -> LogicalPlan:
 
 
 def _join_implied(left, right, cond) -> Constraints:
-    on = [c for c in split_conjuncts(cond) if c.deterministic and not contains_subquery(c)]
+    on = [c for c in split_conjuncts(cond)
+          if c.deterministic and not contains_correlated_subquery(c)]
     base = constraints(left).union(constraints(right)).union(on)
     with_equalities = base.union(equality_inferences(list(base)))
     return with_equalities.union(is_not_null_inferences(list(with_equalities)))

@@ -20,7 +20,7 @@ expressions read, and asks its inputs for exactly that:
 | Generate | child columns only the generator needed (``unrequired_child_index``) | needed child columns plus the generator's |
 | Expand | unneeded output positions, in every projection | what the kept projections read |
 | Join | — | per side: needed columns plus the condition's (an EXISTS subquery is narrowed to the columns its correlation reads) |
-| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias | — | needed columns plus what they read |
+| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias | — | needed columns plus what they read (a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
 | Distinct, Deduplicate, Opaque | — | everything (pruning below them would change what is distinct or what they see) |
 
 Where a node consumes an input that still carries columns nobody needs (a filter over a
@@ -55,6 +55,7 @@ from sparkext.plan import (
     Union,
     Window,
 )
+from sparkext.predicates import contains_subquery
 
 __all__ = ["prune_columns"]
 
@@ -143,6 +144,12 @@ def _prune(node: LogicalPlan, needed: frozenset) -> LogicalPlan:
                 return node
             return node.copy(projections=new_projs, output=tuple(out[i] for i in keep),
                              child=new_child)
+
+        case Filter(condition=cond, child=child) if contains_subquery(cond):
+            # Spark turns EXISTS and IN subqueries into joins after sparkext has run; a
+            # Project above this filter would then no longer reach the scan below it.
+            new_child = _narrow(child, (needed | cond.references) & child.output_ids)
+            return node if new_child is child else node.copy(child=new_child)
 
         case _ if isinstance(node, _PASS_THROUGH):
             child = node.children[0]

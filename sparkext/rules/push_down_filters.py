@@ -44,6 +44,13 @@ Joins — which conjuncts may go to which side (Catalyst's ``PushPredicateThroug
 
 (a preserved side keeps its rows: only WHERE conjuncts may filter it; a null-supplying
 side may only lose rows that could not have matched: only ON conjuncts may filter it.)
+
+Before that, an outer join whose null-supplying side a WHERE conjunct rejects becomes an
+inner one (Catalyst's ``EliminateOuterJoin``, which cannot see a filter that has not yet
+come down to the join): a conjunct that is NULL or false whenever that side's columns are
+NULL — it reaches one of them through null-intolerant operations only, or is ``IsNotNull``
+of such an expression — drops every row the outer join padded with NULLs. Left and right
+outer joins become inner joins; a full outer join becomes left, right or inner.
 A WHERE conjunct that joins the two sides becomes part of an inner join's condition,
 after the conjuncts already there. From a join condition conjunct over both sides, the
 part each side can check alone is extracted — ``(l.a = 1 AND r.b = 2) OR (l.a = 3)`` implies
@@ -57,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sparkext.constraints import constraints
-from sparkext.expressions import And, AttributeReference, Expression, Or
+from sparkext.expressions import And, AttributeReference, Expression, IsNotNull, Or
 from sparkext.plan import (
     CROSS,
     FULL_OUTER,
@@ -248,6 +255,42 @@ def _push_into_union(f: Filter, movable: list, pinned: list, union: Union) -> Lo
     return _above(stay + pinned, union.copy(children=tuple(kids)))
 
 
+def _without_rejected_outer_sides(join: Join, conjuncts: list) -> Join:
+    jt = join.join_type
+    if jt not in (LEFT_OUTER, RIGHT_OUTER, FULL_OUTER):
+        return join
+    left_rejected = any(rejects_nulls(c, join.left.output_ids) for c in conjuncts)
+    right_rejected = any(rejects_nulls(c, join.right.output_ids) for c in conjuncts)
+    new = {(LEFT_OUTER, False, True): INNER, (LEFT_OUTER, True, True): INNER,
+           (RIGHT_OUTER, True, False): INNER, (RIGHT_OUTER, True, True): INNER,
+           (FULL_OUTER, True, True): INNER, (FULL_OUTER, True, False): LEFT_OUTER,
+           (FULL_OUTER, False, True): RIGHT_OUTER}.get((jt, left_rejected, right_rejected))
+    return join if new is None else join.copy(join_type=new)
+
+
+def _null_when_null(e: Expression, ids: frozenset) -> bool:
+    """Whether ``e`` is NULL whenever the columns ``ids`` are."""
+    if isinstance(e, AttributeReference):
+        return e.expr_id in ids
+    return e.null_intolerant and e.deterministic and any(
+        _null_when_null(c, ids) for c in e.children)
+
+
+def rejects_nulls(c: Expression, ids: frozenset) -> bool:
+    """Whether predicate ``c`` is NULL or false whenever the columns ``ids`` are NULL."""
+    if not c.deterministic:
+        return False
+    match c:
+        case IsNotNull(child=x):
+            return _null_when_null(x, ids)
+        case And(left=a, right=b):
+            return rejects_nulls(a, ids) or rejects_nulls(b, ids)
+        case Or(left=a, right=b):
+            return rejects_nulls(a, ids) and rejects_nulls(b, ids)
+        case _:
+            return _null_when_null(c, ids)
+
+
 def _classify(conjuncts: list, left: LogicalPlan, right: LogicalPlan):
     """(left-only, right-only, both/neither) conjuncts, each list in the original order."""
     lc, rc, common = [], [], []
@@ -266,6 +309,9 @@ def _with_filter(conjuncts: list, node: LogicalPlan) -> LogicalPlan:
 
 
 def _push_into_join(f: Filter, movable: list, pinned: list, join: Join) -> LogicalPlan:
+    inner = _without_rejected_outer_sides(join, movable)
+    if inner is not join:
+        return _above(movable + pinned, inner)
     lc, rc, common = _classify(movable, join.left, join.right)
     to_left, to_right = _sides(_WHERE_SIDES, join.join_type)
     lc, rc = (lc if to_left else []), (rc if to_right else [])

@@ -47,6 +47,15 @@ def _table(scan) -> str:
     return "?"
 
 
+def _pushed(scan) -> tuple[str, ...]:
+    # Translating a filter with a subquery needs the subquery's result: before the query
+    # ran, only the filters without one can be listed.
+    try:
+        return tuple(sorted(f.toString() for f in _seq(scan.pushedDownFilters())))
+    except Exception:  # noqa: BLE001 - py4j raises the JVM's IllegalArgumentException
+        return ()
+
+
 def _walk(plan, out: list, seen: set) -> None:
     key = plan.hashCode(), plan.toString()
     if key in seen:
@@ -57,11 +66,14 @@ def _walk(plan, out: list, seen: set) -> None:
         out.append(FileScan(
             _table(plan),
             tuple(plan.requiredSchema().fieldNames()),
-            tuple(sorted(f.toString() for f in _seq(plan.pushedDownFilters()))),
+            _pushed(plan),
             tuple(sorted(_IDS.sub("", f.toString()) for f in _seq(plan.dataFilters()))),
         ))
     if name == "AdaptiveSparkPlanExec":
-        _walk(plan.initialPlan(), out, seen)
+        # After execution, the plan it settled on; before, the plan it started from.
+        _walk(plan.executedPlan() if plan.isFinalPlan() else plan.initialPlan(), out, seen)
+    if name.endswith("QueryStageExec"):
+        _walk(plan.plan(), out, seen)
     for child in _seq(plan.children()):
         _walk(child, out, seen)
     for sub in _seq(plan.subqueries()):
@@ -69,7 +81,8 @@ def _walk(plan, out: list, seen: set) -> None:
 
 
 def file_scans(df) -> list[FileScan]:
-    """Every file scan in ``df``'s physical plan, subqueries included."""
+    """Every file scan in ``df``'s physical plan, subqueries included (run the query
+    first to see the plan adaptive execution settled on)."""
     out: list[FileScan] = []
     _walk(df._jdf.queryExecution().executedPlan(), out, set())
     return out

@@ -454,7 +454,8 @@ final class PlanEncoder(spec: MirrorSpec) {
 /** Best-effort names of leaf relations, for plan text and for rule authors. */
 private[sparkext] object Relations {
   import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, RangePartitioning, SinglePartition}
-  import org.apache.spark.sql.execution.LogicalRDD
+  import org.apache.spark.sql.execution.{LogicalRDD, SparkPlan}
+  import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
   import org.apache.spark.sql.execution.columnar.InMemoryRelation
   import org.apache.spark.sql.execution.datasources.LogicalRelation
   import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, DataSourceV2ScanRelation}
@@ -469,11 +470,17 @@ private[sparkext] object Relations {
   def orderingIsGlobal(p: LogicalPlan, ordering: Seq[SortOrder]): Boolean = try {
     p match {
       case _: org.apache.spark.sql.catalyst.plans.logical.Range => true
-      case r: InMemoryRelation => provable(r.cacheBuilder.cachedPlan.outputPartitioning, ordering)
+      case r: InMemoryRelation => provable(physical(r.cacheBuilder.cachedPlan).outputPartitioning, ordering)
       case r: LogicalRDD => provable(r.outputPartitioning, ordering)
       case _ => false
     }
   } catch { case NonFatal(_) => false }
+
+  /** An adaptive plan says nothing of its partitioning; the plan it settled on does. */
+  private def physical(plan: SparkPlan): SparkPlan = plan match {
+    case a: AdaptiveSparkPlanExec => a.executedPlan
+    case other => other
+  }
 
   private def provable(partitioning: Partitioning, ordering: Seq[SortOrder]): Boolean =
     partitioning match {
