@@ -63,7 +63,8 @@ class RuleBridge:
                 self._running[call_id] = name
 
         try:
-            result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule)
+            result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
+                                      catalyst_excluded=decoded.catalyst_excluded)
         except RuleError as e:
             return _error("rule", e.rule, str(e.cause) if e.cause is not None else e.message, e)
         except Exception as e:  # noqa: BLE001

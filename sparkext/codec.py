@@ -145,6 +145,7 @@ class Decoded:
         self.call_id = doc.get("id")
         self.position = doc.get("pos")
         self.excluded = frozenset(doc.get("excluded", ()))
+        self.catalyst_excluded = frozenset(doc.get("catalyst_excluded", ()))
         self.types = [DataType(t) for t in doc["types"]]
         self.attrs = [self._attr(a) for a in doc["attrs"]]
         self.attr_index = {id(a): i for i, a in enumerate(self.attrs)}
@@ -262,7 +263,7 @@ class Decoded:
                 refs = frozenset().union(*(e.references for e in self.exprs(j["r"])))
             sub_out = self.exprs(j["so"]) if "so" in j else None
             obj = OpaqueExpression(j["cls"], self.exprs(j["c"]), j["h"], j.get("d", True),
-                                   j.get("f", False), refs, sub_out, **meta)
+                                   j.get("f", False), refs, sub_out, None, j.get("sh"), **meta)
             if "r" in j:
                 self.extra[id(obj)] = {"r": j["r"]}
         else:
@@ -429,7 +430,10 @@ class _Encoder:
             j = {"k": "InSet", "p": [self.expr(e.child), [value_out(v, ct) for v in e.hset]]}
         elif isinstance(e, OpaqueExpression):
             if self.request:
-                j = {"k": "Opaque", "cls": e.cls, "c": [self.expr(c) for c in e.children_]}
+                j = {"k": "Opaque", "cls": e.cls}
+                if e.shell is not None:
+                    j["sh"] = e.shell
+                j["c"] = [self.expr(c) for c in e.children_]
                 if not e.deterministic_:
                     j["d"] = False
                 if e.foldable_:
@@ -471,7 +475,7 @@ def encode_request(decoded: Decoded, plan: LogicalPlan | None = None) -> dict:
     """The request document for ``plan`` (default: the decoded plan), as the JVM wrote it."""
     enc = _Encoder(decoded, request=True)
     j = {"v": VERSION}
-    for key in ("id", "pos", "excluded"):
+    for key in ("id", "pos", "excluded", "catalyst_excluded"):
         if key in decoded.doc:
             j[key] = decoded.doc[key]
     j["plan"] = enc.node(decoded.plan if plan is None else plan)

@@ -861,7 +861,9 @@ class OpaqueExpression(Expression):
 
     cls: str = arg("-")
     children_: tuple[Expression, ...] = arg("es")
-    handle: int = arg("-")
+    # Equal opaque expressions may come from different Catalyst objects: the shell (what
+    # the expression is apart from its children, numbered by the JVM) says what it means.
+    handle: int = arg("-", compare=False)
     deterministic_: bool = arg("-", default=True)
     foldable_: bool = arg("-", default=False)
     #: The references when they are not the children's (subqueries, outer references).
@@ -871,6 +873,9 @@ class OpaqueExpression(Expression):
     #: Set by a rule to narrow a subquery's plan to these output ids (EXISTS needs only
     #: the columns its correlation reads).
     keep: frozenset | None = arg("-", default=None)
+    #: What the expression is apart from its children, as a number the JVM gave every
+    #: semantically equal shell in one plan (None: unknown, compared by handle).
+    shell: int | None = arg("-", default=None)
 
     @property
     def is_subquery(self) -> bool:
@@ -895,7 +900,9 @@ class OpaqueExpression(Expression):
         return None
 
     def semantic_key(self):
-        return ("opaque", self.cls, self.handle, tuple(c.semantic_key() for c in self.children_))
+        what = ("shell", self.shell) if self.shell is not None else ("handle", self.handle)
+        return ("opaque", self.cls, what, self.keep,
+                tuple(c.semantic_key() for c in self.children_))
 
     def sql(self) -> str:
         return f"{self.cls}({', '.join(c.sql() for c in self.children_)})"

@@ -46,6 +46,10 @@ class Rule:
     fn: Callable[[LogicalPlan], LogicalPlan]
     matches: tuple[type, ...] = ()
     position: str = ONCE_PER_QUERY
+    #: Run only when these Catalyst rules (short names, as in
+    #: ``spark.sql.optimizer.excludedRules``) are switched off: for work those rules would
+    #: otherwise do later in the optimizer, where sparkext cannot reach.
+    only_when_catalyst_excludes: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.position not in POSITIONS:
@@ -156,10 +160,12 @@ class RuleExecutor:
         return tuple(seen.values())
 
     def execute(self, plan: LogicalPlan, excluded: frozenset = frozenset(), *,
-                trace: bool = False, on_rule: Callable[[str], None] | None = None) -> Result:
+                trace: bool = False, on_rule: Callable[[str], None] | None = None,
+                catalyst_excluded: frozenset = frozenset()) -> Result:
         result = Result(plan)
         for batch in self.batches:
-            rules = [r for r in batch.rules if r.name not in excluded]
+            rules = [r for r in batch.rules if r.name not in excluded
+                     and set(r.only_when_catalyst_excludes) <= catalyst_excluded]
             if not rules:
                 continue
             for _ in range(batch.strategy.max_iterations):

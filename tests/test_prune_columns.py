@@ -73,24 +73,33 @@ CASES = {
         Project((L.b, R.y), Join(L.rel, R.rel, "Inner", EqualTo(L.a, R.x))),
     "a semi join's right side keeps only the join keys":
         Project((L.b,), Join(L.rel, R.rel, "LeftSemi", EqualTo(L.a, R.x))),
-    "an EXISTS subquery's plan is narrowed to the columns its correlation reads":
-        Project((L.b,), Filter(exists(), L.rel)),
     "sort keys are kept below a projection that drops them":
         Project((L.a,), Sort((asc(L.d),), True, L.rel)),
 }
 
+BEFORE_SUBQUERY_REWRITE = {
+    "an EXISTS subquery's plan is narrowed to the columns its correlation reads":
+        Project((L.b,), Filter(exists(), L.rel)),
+    "a filter with EXISTS gets the Project below it (it becomes a join later)":
+        Project((L.b,), Filter(exists(), Filter(GreaterThan(L.d, lit(0)), L.rel))),
+    "a scalar subquery stays an expression: nothing below its filter":
+        Project((L.b,), Filter(GreaterThan(L.a, OpaqueExpression(
+            "ScalarSubquery", (), 81, subquery_output=(R.x,), _type=T.INT)), L.rel)),
+}
 
-@pytest.mark.parametrize("title", list(CASES))
+
+@pytest.mark.parametrize("title", list(CASES) + list(BEFORE_SUBQUERY_REWRITE))
 def test_prune_columns(title, update_plans):
-    plan = CASES[title]
-    out = prune_columns(plan)
+    before = title in BEFORE_SUBQUERY_REWRITE
+    plan = (BEFORE_SUBQUERY_REWRITE if before else CASES)[title]
+    out = prune_columns(plan, before_subquery_rewrite=before)
     shown = out.tree_string()
     for e in (x for n in out.walk() for ex in n.expressions for x in ex.walk()):
         if isinstance(e, OpaqueExpression) and e.keep is not None:
             shown += f"\n(subquery {e.cls} keeps {sorted(e.keep)})"
     golden.check("prune_columns", title, plan.tree_string(), shown, update_plans)
     assert [a.expr_id for a in out.output] == [a.expr_id for a in plan.output]
-    assert prune_columns(out) is out, "pruned again: not at a fixed point"
+    assert prune_columns(out, before_subquery_rewrite=before) is out, "not at a fixed point"
 
 
 def test_a_plan_with_nothing_to_prune_is_returned_as_is():

@@ -5,11 +5,13 @@ without rules; each runs once per query, to its own fixed point, inside one call
 1. push down filters (fixed point)
 2. infer filters (once: what constraints imply and is not there yet)
 3. push down the inferred filters (fixed point)
-4. prune columns (fixed point)
+4. prune columns (fixed point; below EXISTS/IN filters too when Catalyst's ColumnPruning is off)
 5. simplify sort keys, eliminate sorts (fixed point)
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from sparkext.optimizer import Batch, FixedPoint, Once, Rule
 from sparkext.plan import Filter, Join, Sort
@@ -22,6 +24,11 @@ from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 PUSH_DOWN_FILTERS = Rule("push_down_filters", push_down_filters, matches=(Filter, Join))
 INFER_FILTERS = Rule("infer_filters", infer_filters, matches=(Filter, Join))
 PRUNE_COLUMNS = Rule("prune_columns", prune_columns)
+# With Catalyst's ColumnPruning switched off, nothing prunes below the joins Spark makes of
+# EXISTS and IN subqueries after sparkext has run: do it in advance.
+PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
+                             partial(prune_columns, before_subquery_rewrite=True),
+                             only_when_catalyst_excludes=("ColumnPruning",))
 SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sort,))
 ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,))
 
@@ -29,10 +36,11 @@ BATCHES: tuple[Batch, ...] = (
     Batch("push down filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),
     Batch("infer filters", Once(), (INFER_FILTERS,)),
     Batch("push down inferred filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),
-    Batch("prune columns", FixedPoint(100), (PRUNE_COLUMNS,)),
+    Batch("prune columns", FixedPoint(100), (PRUNE_COLUMNS, PRUNE_SUBQUERY_INPUTS)),
     Batch("sorts", FixedPoint(100), (SIMPLIFY_SORT_KEYS, ELIMINATE_SORTS)),
 )
 
-__all__ = ["BATCHES", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS", "PUSH_DOWN_FILTERS",
+__all__ = ["BATCHES", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS", "PRUNE_SUBQUERY_INPUTS",
+           "PUSH_DOWN_FILTERS",
            "SIMPLIFY_SORT_KEYS", "eliminate_sorts", "infer_filters", "prune_columns",
            "push_down_filters", "simplify_sort_keys"]

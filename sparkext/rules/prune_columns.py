@@ -19,8 +19,8 @@ expressions read, and asks its inputs for exactly that:
 | Union | unneeded positions, in every child alike | those positions |
 | Generate | child columns only the generator needed (``unrequired_child_index``) | needed child columns plus the generator's |
 | Expand | unneeded output positions, in every projection | what the kept projections read |
-| Join | — | per side: needed columns plus the condition's (an EXISTS subquery is narrowed to the columns its correlation reads) |
-| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias | — | needed columns plus what they read (a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
+| Join | — | per side: needed columns plus the condition's |
+| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias | — | needed columns plus what they read (with ``before_subquery_rewrite``, a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
 | Distinct, Deduplicate, Opaque | — | everything (pruning below them would change what is distinct or what they see) |
 
 Where a node consumes an input that still carries columns nobody needs (a filter over a
@@ -55,7 +55,6 @@ from sparkext.plan import (
     Union,
     Window,
 )
-from sparkext.predicates import contains_subquery
 
 __all__ = ["prune_columns"]
 
@@ -63,119 +62,136 @@ _PASS_THROUGH = (Filter, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
                  RepartitionByExpression, RebalancePartitions, SubqueryAlias)
 
 
-def prune_columns(plan: LogicalPlan) -> LogicalPlan:
-    """Prunes unneeded columns; returns ``plan`` itself when there is nothing to prune."""
-    plan = _narrow_exists_subqueries(plan)
-    return _prune(plan, plan.output_ids)
+def prune_columns(plan: LogicalPlan, *, before_subquery_rewrite: bool = False) -> LogicalPlan:
+    """Prunes unneeded columns; returns ``plan`` itself when there is nothing to prune.
+
+    ``before_subquery_rewrite``: also put a Project right below every filter with an
+    EXISTS or IN subquery, and narrow each EXISTS subquery's plan to the columns its
+    correlation reads. Spark turns those filters into joins after sparkext has run, and
+    only Catalyst's own ColumnPruning prunes around such joins: when it is switched off,
+    this does its work in advance.
+    """
+    if before_subquery_rewrite:
+        plan = _narrow_exists_subqueries(plan)
+    return _Pruner(before_subquery_rewrite).prune(plan, plan.output_ids)
 
 
 def _refs(exprs) -> frozenset:
     return frozenset().union(*(e.references for e in exprs))
 
 
-def _narrow(node: LogicalPlan, needed: frozenset) -> LogicalPlan:
-    """``node`` pruned to ``needed``, with a Project on top if it still carries more."""
-    pruned = _prune(node, needed)
-    out = pruned.output
-    if all(a.expr_id in needed for a in out):
-        return pruned
-    return Project(tuple(a for a in out if a.expr_id in needed), pruned)
+class _Pruner:
+    def __init__(self, before_subquery_rewrite: bool):
+        self.before_subquery_rewrite = before_subquery_rewrite
+
+    def narrow(self, node: LogicalPlan, needed: frozenset) -> LogicalPlan:
+        """``node`` pruned to ``needed``, with a Project on top if it still carries more."""
+        pruned = self.prune(node, needed)
+        out = pruned.output
+        if all(a.expr_id in needed for a in out):
+            return pruned
+        return Project(tuple(a for a in out if a.expr_id in needed), pruned)
 
 
-def _prune(node: LogicalPlan, needed: frozenset) -> LogicalPlan:
-    """``node`` computing at least ``needed`` of its output (its output may keep more)."""
-    match node:
-        case Project(project_list=exprs, child=child):
-            kept = tuple(e for e in exprs if to_attribute(e).expr_id in needed)
-            new_child = _prune(child, _refs(kept))
-            if len(kept) == len(exprs) and new_child is child:
+    def prune(self, node: LogicalPlan, needed: frozenset) -> LogicalPlan:
+        """``node`` computing at least ``needed`` of its output (its output may keep more)."""
+        match node:
+            case Project(project_list=exprs, child=child):
+                kept = tuple(e for e in exprs if to_attribute(e).expr_id in needed)
+                new_child = self.prune(child, _refs(kept))
+                if len(kept) == len(exprs) and new_child is child:
+                    return node
+                return Project(kept, new_child)
+
+            case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs, child=child):
+                kept = tuple(e for e in aggs if to_attribute(e).expr_id in needed)
+                new_child = self.narrow(child, _refs(groups) | _refs(kept))
+                if len(kept) == len(aggs) and new_child is child:
+                    return node
+                return node.copy(aggregate_expressions=kept, child=new_child)
+
+            case Window(window_expressions=wexprs, partition_spec=parts, order_spec=order,
+                        child=child):
+                kept = tuple(w for w in wexprs if to_attribute(w).expr_id in needed)
+                passing = needed & child.output_ids
+                if not kept:
+                    return self.prune(child, passing)
+                new_child = self.narrow(child, passing | _refs(kept) | _refs(parts) | _refs(order))
+                if len(kept) == len(wexprs) and new_child is child:
+                    return node
+                return node.copy(window_expressions=kept, child=new_child)
+
+            case Join(left=left, right=right, condition=cond):
+                wanted = needed | (cond.references if cond is not None else frozenset())
+                new_left = self.narrow(left, wanted & left.output_ids)
+                new_right = self.narrow(right, wanted & right.output_ids)
+                if new_left is left and new_right is right:
+                    return node
+                return node.copy(left=new_left, right=new_right)
+
+            case Union(children=kids):
+                positions = [i for i, a in enumerate(node.output) if a.expr_id in needed]
+                if len(positions) == len(node.output):
+                    new_kids = tuple(self.prune(k, k.output_ids) for k in kids)
+                else:
+                    new_kids = tuple(self.keep_positions(k, positions) for k in kids)
+                if all(a is b for a, b in zip(new_kids, kids)):
+                    return node
+                return node.copy(children=new_kids)
+
+            case Generate(generator=gen, child=child):
+                new_child = self.narrow(child, (needed & child.output_ids) | gen.references)
+                unrequired = tuple(i for i, a in enumerate(new_child.output)
+                                   if a.expr_id not in needed)
+                if new_child is child and unrequired == node.unrequired_child_index:
+                    return node
+                return node.copy(child=new_child, unrequired_child_index=unrequired)
+
+            case Expand(projections=projs, output=out, child=child):
+                keep = [i for i, a in enumerate(out) if a.expr_id in needed] or [0]
+                new_projs = tuple(tuple(p[i] for i in keep) for p in projs)
+                new_child = self.narrow(child, _refs(e for p in new_projs for e in p))
+                if len(keep) == len(out) and new_child is child:
+                    return node
+                return node.copy(projections=new_projs, output=tuple(out[i] for i in keep),
+                                 child=new_child)
+
+            case Filter(condition=cond, child=child) if (
+                    self.before_subquery_rewrite and _has_predicate_subquery(cond)):
+                # Spark turns EXISTS and IN subqueries into joins after sparkext has run; a
+                # Project above this filter would then no longer reach the scan below it.
+                new_child = self.narrow(child, (needed | cond.references) & child.output_ids)
+                return node if new_child is child else node.copy(child=new_child)
+
+            case _ if isinstance(node, _PASS_THROUGH):
+                child = node.children[0]
+                new_child = self.prune(child, (needed | node.references) & child.output_ids)
+                return node if new_child is child else node.with_new_children([new_child])
+
+            case Relation():
                 return node
-            return Project(kept, new_child)
 
-        case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs, child=child):
-            kept = tuple(e for e in aggs if to_attribute(e).expr_id in needed)
-            new_child = _narrow(child, _refs(groups) | _refs(kept))
-            if len(kept) == len(aggs) and new_child is child:
-                return node
-            return node.copy(aggregate_expressions=kept, child=new_child)
+            case Distinct() | Deduplicate() | Opaque():
+                new_kids = [self.prune(k, k.output_ids) for k in node.children]
+                return node.with_new_children(new_kids)
 
-        case Window(window_expressions=wexprs, partition_spec=parts, order_spec=order,
-                    child=child):
-            kept = tuple(w for w in wexprs if to_attribute(w).expr_id in needed)
-            passing = needed & child.output_ids
-            if not kept:
-                return _prune(child, passing)
-            new_child = _narrow(child, passing | _refs(kept) | _refs(parts) | _refs(order))
-            if len(kept) == len(wexprs) and new_child is child:
-                return node
-            return node.copy(window_expressions=kept, child=new_child)
-
-        case Join(left=left, right=right, condition=cond):
-            wanted = needed | (cond.references if cond is not None else frozenset())
-            new_left = _narrow(left, wanted & left.output_ids)
-            new_right = _narrow(right, wanted & right.output_ids)
-            if new_left is left and new_right is right:
-                return node
-            return node.copy(left=new_left, right=new_right)
-
-        case Union(children=kids):
-            positions = [i for i, a in enumerate(node.output) if a.expr_id in needed]
-            if len(positions) == len(node.output):
-                new_kids = tuple(_prune(k, k.output_ids) for k in kids)
-            else:
-                new_kids = tuple(_keep_positions(k, positions) for k in kids)
-            if all(a is b for a, b in zip(new_kids, kids)):
-                return node
-            return node.copy(children=new_kids)
-
-        case Generate(generator=gen, child=child):
-            new_child = _narrow(child, (needed & child.output_ids) | gen.references)
-            unrequired = tuple(i for i, a in enumerate(new_child.output)
-                               if a.expr_id not in needed)
-            if new_child is child and unrequired == node.unrequired_child_index:
-                return node
-            return node.copy(child=new_child, unrequired_child_index=unrequired)
-
-        case Expand(projections=projs, output=out, child=child):
-            keep = [i for i, a in enumerate(out) if a.expr_id in needed] or [0]
-            new_projs = tuple(tuple(p[i] for i in keep) for p in projs)
-            new_child = _narrow(child, _refs(e for p in new_projs for e in p))
-            if len(keep) == len(out) and new_child is child:
-                return node
-            return node.copy(projections=new_projs, output=tuple(out[i] for i in keep),
-                             child=new_child)
-
-        case Filter(condition=cond, child=child) if contains_subquery(cond):
-            # Spark turns EXISTS and IN subqueries into joins after sparkext has run; a
-            # Project above this filter would then no longer reach the scan below it.
-            new_child = _narrow(child, (needed | cond.references) & child.output_ids)
-            return node if new_child is child else node.copy(child=new_child)
-
-        case _ if isinstance(node, _PASS_THROUGH):
-            child = node.children[0]
-            new_child = _prune(child, (needed | node.references) & child.output_ids)
-            return node if new_child is child else node.with_new_children([new_child])
-
-        case Relation():
-            return node
-
-        case Distinct() | Deduplicate() | Opaque():
-            new_kids = [_prune(k, k.output_ids) for k in node.children]
-            return node.with_new_children(new_kids)
-
-        case _:
-            return node.with_new_children([_prune(k, k.output_ids) for k in node.children])
+            case _:
+                return node.with_new_children([self.prune(k, k.output_ids) for k in node.children])
 
 
-def _keep_positions(kid: LogicalPlan, positions: list[int]) -> LogicalPlan:
-    """A union child with exactly the given output positions (a union matches by position)."""
-    out = kid.output
-    ids = [a.expr_id for a in out]
-    if len(set(ids)) == len(ids):
-        return _narrow(kid, frozenset(ids[i] for i in positions))
-    # The same column at two positions: only an explicit projection keeps positions apart.
-    return _prune(Project(tuple(out[i] for i in positions), kid),
-                  frozenset(ids[i] for i in positions))
+    def keep_positions(self, kid: LogicalPlan, positions: list[int]) -> LogicalPlan:
+        """A union child with exactly the given output positions (a union matches by position)."""
+        out = kid.output
+        ids = [a.expr_id for a in out]
+        if len(set(ids)) == len(ids):
+            return self.narrow(kid, frozenset(ids[i] for i in positions))
+        # The same column at two positions: only an explicit projection keeps positions apart.
+        return self.prune(Project(tuple(out[i] for i in positions), kid),
+                      frozenset(ids[i] for i in positions))
+
+
+def _has_predicate_subquery(e: Expression) -> bool:
+    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls in ("Exists", "ListQuery"))
 
 
 def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:

@@ -423,6 +423,8 @@ final class PlanEncoder(spec: MirrorSpec) {
       } else {
         g.writeStringField("k", "Opaque")
         g.writeStringField("cls", PlanCodec.simpleName(e.getClass))
+        val shell = shellId(e)
+        if (shell >= 0) g.writeNumberField("sh", shell)
         g.writeArrayFieldStart("c"); e.children.foreach(expr); g.writeEndArray()
         if (!e.deterministic) g.writeBooleanField("d", false)
         if (e.foldable) g.writeBooleanField("f", true)
@@ -442,6 +444,34 @@ final class PlanEncoder(spec: MirrorSpec) {
       typeAndNullability(e)
       g.writeEndObject()
   }
+
+  private val shells = new java.util.HashMap[Expression, Integer]()
+
+  /**
+   * One number per meaning of an opaque expression apart from its children: two
+   * expressions with the same shell and semantically equal children are semantically
+   * equal (Python compares their children itself). Computed on the canonical form with
+   * every child replaced by a placeholder of its type (subquery children stay: some
+   * expressions insist on them), so two copies of one subquery, or one aggregate over
+   * different columns, share a shell. Where placeholders do not fit, the whole canonical
+   * form (a finer shell: equal ones still compare equal). -1 when neither can be built.
+   */
+  private def shellId(e: Expression): Int = try {
+    val shell = if (e.children.isEmpty) e.canonicalized else {
+      try {
+        e.withNewChildren(e.children.zipWithIndex.map {
+          case (s: SubqueryExpression, _) => s
+          case (c, i) => BoundReference(i, c.dataType, c.nullable)
+        }).canonicalized
+      } catch { case NonFatal(_) => e.canonicalized }
+    }
+    var id = shells.get(shell)
+    if (id == null) {
+      id = shells.size
+      shells.put(shell, id)
+    }
+    id
+  } catch { case NonFatal(_) => -1 }
 
   private def typeAndNullability(e: Expression): Unit = {
     // Some expressions cannot tell their type (generators, unevaluable markers): leave it out.

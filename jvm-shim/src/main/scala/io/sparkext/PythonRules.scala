@@ -153,6 +153,15 @@ private[sparkext] final class BridgeCall(
       if (excluded.nonEmpty) {
         g.writeArrayFieldStart("excluded"); excluded.foreach(g.writeString); g.writeEndArray()
       }
+      // Catalyst rules switched off in this session (short names): some sparkext rules do
+      // work that Catalyst would otherwise do later in the optimizer.
+      val catalystExcluded = conf.optimizerExcludedRules.toSeq
+        .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).map(_.split('.').last)
+      if (catalystExcluded.nonEmpty) {
+        g.writeArrayFieldStart("catalyst_excluded")
+        catalystExcluded.foreach(g.writeString)
+        g.writeEndArray()
+      }
     }) catch {
       case NonFatal(e) => fail(plan, m.encodeErrors,
         s"could not encode the plan for Python ($e); please report this with the plan", plan.treeString)
