@@ -18,7 +18,7 @@ import json
 import pytest
 
 import sparkext
-from sparkext import _tree
+from sparkext import Batch, Once, _tree
 from sparkext.codec import Decoded, encode_request
 from sparkext.plan import ExistenceJoin, Join, LogicalPlan
 from sparkext.testing.rules import copy_nodes, rebuild_everything
@@ -47,7 +47,7 @@ def plans(df):
 @pytest.mark.parametrize("name", CASES)
 def test_copying_every_node_keeps_the_plan_fast_equal(spark, frame, name):
     df = frame(name)
-    with rules_enabled(spark, [copy_nodes]):
+    with rules_enabled(spark, batches=[Batch("copy", Once(), (copy_nodes,))]):
         for kind, jplan in plans(df).items():
             sparkext.reset_metrics(spark)
             out = apply_rules(spark, jplan)
@@ -60,7 +60,7 @@ def test_copying_every_node_keeps_the_plan_fast_equal(spark, frame, name):
 def test_rebuilding_every_node_gives_a_valid_plan_and_the_same_rows(spark, frame, name):
     with conf(spark, {"spark.sparkext.enabled": "false"}):
         expected = collect(frame(name))
-    with rules_enabled(spark, [rebuild_everything]):
+    with rules_enabled(spark, batches=[Batch("rebuild", Once(), (rebuild_everything,))]):
         sparkext.reset_metrics(spark)
         df = frame(name)
         assert_same_rows(expected, collect(df))

@@ -4,8 +4,13 @@ Fixtures:
     spark          one local SparkSession for the whole test session, sparkext
                    configured, strict mode and Catalyst's plan-change validation on,
                    built-in rules enabled.
-    update_plans   True when golden plan files should be (re)written:
-                   ``pytest --sparkext-update-plans`` or ``SPARKEXT_UPDATE_PLANS=1``.
+    plan_snapshot  ``plan_snapshot(df, name, kind="optimized")`` compares ``df``'s
+                   normalised plan with ``plans/<name>.txt`` next to the test file.
+    update_plans   True when golden plan files are being (re)written.
+
+Options: ``--sparkext-update-plans`` (or ``SPARKEXT_UPDATE_PLANS=1``) rewrites golden plan
+files instead of comparing. The run ends with a line counting the snapshots checked and
+updated.
 """
 
 from __future__ import annotations
@@ -14,11 +19,19 @@ import os
 
 import pytest
 
+from sparkext.testing.plans import SnapshotStats, assert_plan_snapshot
+
+_STATS = pytest.StashKey[SnapshotStats]()
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("sparkext")
     group.addoption("--sparkext-update-plans", action="store_true", default=False,
                     help="rewrite golden plan files instead of comparing against them")
+
+
+def pytest_configure(config):
+    config.stash[_STATS] = SnapshotStats()
 
 
 def updating(config) -> bool:
@@ -29,6 +42,31 @@ def updating(config) -> bool:
 @pytest.fixture(scope="session")
 def update_plans(request) -> bool:
     return updating(request.config)
+
+
+@pytest.fixture
+def plan_snapshot(request):
+    """``plan_snapshot(df, name, kind="optimized")``: the golden-file check, with the
+    golden files in ``plans/`` next to the test module."""
+    directory = request.path.parent
+    update = updating(request.config)
+    stats = request.config.stash[_STATS]
+
+    def check(df, name: str, kind: str = "optimized", **kw):
+        __tracebackhide__ = True
+        assert_plan_snapshot(df, name, kind, directory=directory, update=update, stats=stats,
+                             **kw)
+    return check
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    stats = config.stash.get(_STATS, None)
+    if stats is None or not (stats.checked or stats.updated):
+        return
+    line = f"sparkext: {stats.checked} plan snapshots checked, {stats.updated} updated"
+    if stats.failed:
+        line += f", {len(stats.failed)} differ: {', '.join(stats.failed[:10])}"
+    terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

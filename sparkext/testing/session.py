@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 #: Settings every test session gets: small, deterministic, and loud about bad plans.
 TEST_CONF = {
@@ -30,7 +31,10 @@ def test_session(extra_conf: dict | None = None):
     # Python UDFs run in workers: the same interpreter as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for key, value in {**TEST_CONF, **(extra_conf or {})}.items():
+    # Tables tests create live in a fresh folder: a leftover one would block CREATE TABLE.
+    conf = {"spark.sql.warehouse.dir": tempfile.mkdtemp(prefix="sparkext-warehouse-"),
+            **TEST_CONF, **(extra_conf or {})}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = sparkext.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

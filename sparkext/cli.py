@@ -1,0 +1,193 @@
+"""The commands behind ``python -m sparkext``.
+
+    python -m sparkext jar                                print the shim jar's path
+    python -m sparkext plan Q.sql --catalog DIR           the normalised optimized plan
+    python -m sparkext plan-diff A B [--catalog DIR]      diff two plan files or SQL files
+    python -m sparkext explain Q.sql --catalog DIR        plans before/after sparkext, and
+                                                          which rule changed what
+
+``--catalog DIR``: every ``<name>.parquet`` (file or folder) and every folder of parquet
+files in DIR becomes a temporary view ``<name>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+from sparkext.testing.plans import diff_plans, normalize_plan
+
+
+def _session(quiet: bool = True):
+    from pyspark.sql import SparkSession
+
+    import sparkext
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.master("local[1]").appName("sparkext-cli")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC"))
+    spark = sparkext.configure(builder).getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def register_catalog(spark, directory: str | None) -> list[str]:
+    """Temp views for the parquet tables in ``directory``; returns their names."""
+    if directory is None:
+        return []
+    names = []
+    for entry in sorted(Path(directory).iterdir()):
+        if entry.suffix == ".parquet" or (entry.is_dir() and any(entry.glob("*.parquet"))):
+            name = entry.name.split(".")[0]
+            spark.read.parquet(str(entry)).createOrReplaceTempView(name)
+            names.append(name)
+    if not names:
+        raise SystemExit(f"sparkext: no parquet tables in {directory}")
+    return names
+
+
+def _sql(path: str) -> str:
+    return Path(path).read_text()
+
+
+def _plan_of(spark, path: str, kind: str) -> str:
+    return normalize_plan(spark.sql(_sql(path)), kind)
+
+
+def cmd_plan(args) -> int:
+    import sparkext
+
+    spark = _session()
+    register_catalog(spark, args.catalog)
+    if not args.no_sparkext:
+        sparkext.enable(spark)
+    print(_plan_of(spark, args.file, args.kind), end="")
+    return 0
+
+
+def cmd_plan_diff(args) -> int:
+    import sparkext
+
+    texts = []
+    spark = None
+    for path in (args.a, args.b):
+        if path.endswith(".sql"):
+            if spark is None:
+                spark = _session()
+                register_catalog(spark, args.catalog)
+                if not args.no_sparkext:
+                    sparkext.enable(spark)
+            texts.append(_plan_of(spark, path, args.kind))
+        else:
+            texts.append(normalize_plan(Path(path).read_text()))
+    diff = diff_plans(texts[0], texts[1], args.a, args.b)
+    if diff:
+        print(diff, end="")
+        return 1
+    print("plans are the same")
+    return 0
+
+
+def changed_subtree(before, after):
+    """The smallest pair of subtrees where two plans differ (descending while the nodes
+    agree but for one child)."""
+    while type(before) is type(after) and len(before.children) == len(after.children):
+        differing = [(b, a) for b, a in zip(before.children, after.children) if b != a]
+        if len(differing) != 1:
+            break
+        own = [f.name for f in dataclasses.fields(before)
+               if f.compare and f.metadata.get("kind") not in ("p", "ps")]
+        if any(getattr(before, n) != getattr(after, n) for n in own):
+            break
+        before, after = differing[0]
+    return before, after
+
+
+def cmd_explain(args) -> int:
+    import sparkext
+    from sparkext.catalyst import excluded_rules_conf
+    from sparkext.optimizer import Rule, RuleExecutor, builtin_batches
+
+    spark = _session()
+    register_catalog(spark, args.catalog)
+    if args.instead_of_catalyst:
+        for key, value in excluded_rules_conf().items():
+            spark.conf.set(key, value)
+    sql = _sql(args.file)
+    steps = []
+    executor = RuleExecutor(builtin_batches())
+
+    def traced(plan):
+        result = executor.execute(plan, trace=True)
+        steps.extend(result.steps)
+        return result.plan
+
+    spark.conf.set("spark.sparkext.enabled", "false")
+    before = normalize_plan(spark.sql(sql))
+    spark.conf.set("spark.sparkext.enabled", "true")
+    sparkext.enable(spark, [Rule("sparkext", traced)])
+    after = normalize_plan(spark.sql(sql))
+
+    print("== Optimized plan without sparkext ==")
+    print(before)
+    print("== Optimized plan with sparkext's rules ==")
+    print(after)
+    print(f"== What each rule changed ({len(steps)} change(s)) ==")
+    for i, step in enumerate(steps, 1):
+        old, new = changed_subtree(step.before, step.after)
+        print(f"-- {i}. {step.rule} (batch '{step.batch}', {step.seconds * 1000:.2f} ms)")
+        print("   before:")
+        print("     " + old.tree_string().replace("\n", "\n     "))
+        print("   after:")
+        print("     " + new.tree_string().replace("\n", "\n     "))
+    return 0
+
+
+def cmd_jar(args) -> int:
+    from sparkext.session import SparkextError, jar_path
+
+    try:
+        print(jar_path())
+    except SparkextError as e:
+        print(f"sparkext: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparkext",
+                                     description="sparkext: Catalyst rules in Python")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("jar", help="print the path of the bundled shim jar (for --jars)")
+
+    def with_catalog(p):
+        p.add_argument("--catalog", help="a folder of parquet tables, registered as views")
+        return p
+
+    p = with_catalog(sub.add_parser("plan", help="print a query's normalised plan"))
+    p.add_argument("file")
+    p.add_argument("--kind", default="optimized", choices=("optimized", "analyzed", "physical"))
+    p.add_argument("--no-sparkext", action="store_true", help="plan without sparkext's rules")
+
+    p = with_catalog(sub.add_parser("plan-diff", help="diff two plan files or SQL files' plans"))
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--kind", default="optimized", choices=("optimized", "analyzed", "physical"))
+    p.add_argument("--no-sparkext", action="store_true", help="plan without sparkext's rules")
+
+    p = with_catalog(sub.add_parser(
+        "explain", help="the plan before and after sparkext's rules, rule by rule"))
+    p.add_argument("file")
+    p.add_argument("--instead-of-catalyst", action="store_true",
+                   help="switch Catalyst's own pushdown/pruning/sort rules off first")
+
+    args = parser.parse_args(argv)
+    commands = {"jar": cmd_jar, "plan": cmd_plan, "plan-diff": cmd_plan_diff,
+                "explain": cmd_explain}
+    return commands[args.command](args)

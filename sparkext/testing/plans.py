@@ -1,0 +1,165 @@
+"""Stable plan text, golden plan snapshots, plan diffs.
+
+    from sparkext.testing.plans import assert_plan_snapshot, normalize_plan
+
+    def test_daily_report_plan(spark):
+        df = build_daily_report(spark)
+        assert_plan_snapshot(df, "daily_report")             # plans/daily_report.txt
+        assert_plan_snapshot(df, "daily_report_physical", kind="physical")
+
+The first run (or ``pytest --sparkext-update-plans``, or ``SPARKEXT_UPDATE_PLANS=1``)
+writes the golden file; later runs compare against it and fail with a unified diff,
+leaving ``<name>.actual.txt`` beside the golden file.
+
+Why not syrupy: its storage (``__snapshots__/<module>/<test>``), update flag and report
+are its own; plan snapshots want one readable file per plan next to the test, named by
+the caller, an ``.actual.txt`` to diff by hand, and the update flag shared with the rest
+of sparkext's tooling. What is left to write by hand is a few lines of file handling.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["PlanSnapshotError", "SnapshotStats", "assert_plan_snapshot", "diff_plans",
+           "normalize_plan", "plan_text"]
+
+_EXPR_ID = re.compile(r"#(\d+)L?\b")
+_PLAN_ID = re.compile(r"\bplan_id=\d+")
+_CODEGEN = re.compile(r"\*\(\d+\)")
+_CODEGEN_STAGE = re.compile(r"(WholeStageCodegen|codegen id) ?\(?\d+\)?")
+_STATS = re.compile(r"Statistics\([^)]*\)")
+_LOCATION = re.compile(r"(Location: \w+)(?:\(\d+ paths?\))?\[[^\]]*\]")
+_PATH = re.compile(r"\b(?:file|hdfs|s3a?|abfss?|gs|dbfs):/[^\s,\]\)]*")
+_HASH = re.compile(r"@[0-9a-f]{6,}\b")
+_RDD = re.compile(r"\b([A-Za-z]*RDD)\[\d+\]")
+_STAGE_ID = re.compile(r"\b(id=)#?\d+")
+
+
+def plan_text(df_or_plan, kind: str = "optimized") -> str:
+    """The plan of a DataFrame (``optimized``, ``analyzed`` or ``physical``), or the text
+    of a JVM plan object, as Spark prints it."""
+    if isinstance(df_or_plan, str):
+        return df_or_plan
+    jdf = getattr(df_or_plan, "_jdf", None)
+    if jdf is not None:
+        qe = jdf.queryExecution()
+        plans = {"optimized": qe.optimizedPlan, "analyzed": qe.analyzed,
+                 "physical": qe.executedPlan}
+        if kind not in plans:
+            raise ValueError(f"kind must be one of {sorted(plans)}, not {kind!r}")
+        return plans[kind]().treeString()
+    if hasattr(df_or_plan, "treeString"):
+        return df_or_plan.treeString()
+    if hasattr(df_or_plan, "tree_string"):
+        return df_or_plan.tree_string()
+    raise TypeError(f"cannot read a plan from {type(df_or_plan).__name__}")
+
+
+def normalize_plan(text_or_plan, kind: str = "optimized") -> str:
+    """Plan text that is the same in every session and every run.
+
+    Expression ids are renumbered in order of first appearance (``#123L`` -> ``#1``, the
+    same id always getting the same number); plan ids, codegen stage ids, statistics,
+    file paths and locations, object hashes and RDD ids are masked; trailing spaces go.
+    Like Spark's own PlanStabilitySuite, but keeping which attributes are the same.
+    """
+    text = plan_text(text_or_plan, kind)
+    ids: dict[str, int] = {}
+
+    def renumber(m: re.Match) -> str:
+        return "#" + str(ids.setdefault(m.group(1), len(ids) + 1))
+
+    text = _PLAN_ID.sub("plan_id=x", text)
+    text = _STAGE_ID.sub(r"\1x", text)
+    text = _EXPR_ID.sub(renumber, text)
+    text = _CODEGEN.sub("*(x)", text)
+    text = _CODEGEN_STAGE.sub(lambda m: m.group(1) + " (x)", text)
+    text = _STATS.sub("Statistics(...)", text)
+    text = _LOCATION.sub(r"\1 [...]", text)
+    text = _PATH.sub("<path>", text)
+    text = _HASH.sub("@x", text)
+    text = _RDD.sub(r"\1[x]", text)
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines()) + "\n"
+
+
+def diff_plans(expected: str, actual: str, expected_name: str = "expected",
+               actual_name: str = "actual") -> str:
+    """A unified diff of two plan texts (empty when they are equal)."""
+    return "".join(difflib.unified_diff(expected.splitlines(keepends=True),
+                                        actual.splitlines(keepends=True),
+                                        expected_name, actual_name))
+
+
+class PlanSnapshotError(AssertionError):
+    """A plan differs from its golden file."""
+
+
+@dataclass
+class SnapshotStats:
+    """How many snapshots were compared and (re)written: the pytest plugin reports it."""
+
+    checked: int = 0
+    updated: int = 0
+    failed: list[str] = field(default_factory=list)
+
+
+def _updating() -> bool:
+    return os.environ.get("SPARKEXT_UPDATE_PLANS", "") not in ("", "0")
+
+
+def _caller_directory() -> Path:
+    here = Path(__file__).resolve()
+    for frame in inspect.stack()[1:]:
+        path = Path(frame.filename).resolve()
+        if path != here:
+            return path.parent
+    return Path.cwd()
+
+
+def assert_plan_snapshot(df, name: str, kind: str = "optimized", *,
+                         directory: str | os.PathLike | None = None,
+                         update: bool | None = None,
+                         stats: SnapshotStats | None = None,
+                         normalize: Callable[[str], str] | None = None) -> None:
+    """Compares ``df``'s normalised plan with the golden file ``plans/<name>.txt``.
+
+    ``directory`` is where ``plans/`` lives (default: next to the calling test file).
+    ``update`` (default: ``SPARKEXT_UPDATE_PLANS``) writes the golden file instead of
+    comparing. A missing golden file is written and counted as updated. On a mismatch,
+    ``plans/<name>.actual.txt`` is written beside it and :class:`PlanSnapshotError` says
+    what changed.
+    """
+    __tracebackhide__ = True  # pytest: show the diff, not this function
+    if not re.fullmatch(r"[\w.\-]+", name):
+        raise ValueError(f"snapshot name {name!r}: use letters, digits, '_', '-', '.'")
+    folder = Path(directory) if directory is not None else _caller_directory()
+    golden = folder / "plans" / f"{name}.txt"
+    actual_file = golden.with_name(f"{name}.actual.txt")
+    text = (normalize or normalize_plan)(plan_text(df, kind))
+    update = _updating() if update is None else update
+    stats = stats if stats is not None else SnapshotStats()
+    if update or not golden.exists():
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+        actual_file.unlink(missing_ok=True)
+        stats.updated += 1
+        return
+    stats.checked += 1
+    expected = golden.read_text()
+    if expected == text:
+        actual_file.unlink(missing_ok=True)
+        return
+    actual_file.write_text(text)
+    stats.failed.append(name)
+    raise PlanSnapshotError(
+        f"the {kind} plan of {name!r} differs from {golden}:\n"
+        f"{diff_plans(expected, text, str(golden), str(actual_file))}\n"
+        f"If the new plan is right, rerun with --sparkext-update-plans "
+        f"(or SPARKEXT_UPDATE_PLANS=1).")
