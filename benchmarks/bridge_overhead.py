@@ -51,10 +51,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--scale", default="0.1")
     parser.add_argument("--queries", nargs="*", default=QUERY_NAMES)
+    parser.add_argument("--timeout-ms", default="10000",
+                        help="spark.sparkext.timeoutMs (0: call Python on the optimizer's "
+                             "own thread, no timeout)")
     args = parser.parse_args()
 
     spark = test_session({"spark.sparkext.strict": "false",
-                          "spark.sql.planChangeValidation": "false"})
+                          "spark.sql.planChangeValidation": "false",
+                          "spark.sparkext.timeoutMs": args.timeout_ms})
     data = tpch_dir(args.scale)
     for t in TPCH_TABLES:
         spark.read.parquet(str(data / f"{t}.parquet")).createOrReplaceTempView(t)
@@ -109,7 +113,8 @@ def main() -> None:
           + ", ".join(f"{k[:-3]} {v:.3f}" for k, v in med.items())
           + f"; added per call (encode + python) {med['encode_ms'] + med['python_ms']:.3f}; "
           f"payload {statistics.median(payload) / 1024:.1f} KiB")
-    print(f"cores: {os.cpu_count()}, rounds: {args.rounds}, scale factor: {args.scale}")
+    print(f"cores: {os.cpu_count()}, rounds: {args.rounds}, scale factor: {args.scale}, "
+          f"timeoutMs: {args.timeout_ms}")
     spark.stop()
 
 

@@ -32,7 +32,6 @@ from sparkext.expressions import (
     Expression,
     IsNotNull,
     Literal,
-    OpaqueExpression,
 )
 from sparkext.plan import (
     Aggregate,
@@ -56,6 +55,7 @@ from sparkext.plan import (
     Window,
 )
 from sparkext.predicates import (
+    contains_aggregate,
     contains_correlated_subquery,
     replace_attributes,
     split_conjuncts,
@@ -165,7 +165,7 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
         case Project(project_list=exprs, child=child):
             return _aliased(constraints(child), exprs)
         case Aggregate(aggregate_expressions=exprs, child=child):
-            grouping_outputs = [e for e in exprs if not _has_aggregate(e)]
+            grouping_outputs = [e for e in exprs if not contains_aggregate(e)]
             return _aliased(constraints(child), grouping_outputs)
         case Join(left=left, right=right, join_type=jt, condition=cond):
             on = [c for c in split_conjuncts(cond) if not contains_correlated_subquery(c)]
@@ -184,10 +184,6 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
             return list(constraints(plan.children[0]))
         case _:
             return []
-
-
-def _has_aggregate(e: Expression) -> bool:
-    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression")
 
 
 def _aliased(child: Constraints, named) -> list[Expression]:

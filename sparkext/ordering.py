@@ -472,10 +472,10 @@ def _learn(p: EquivalenceProperties, c: Expression) -> None:
     match c:
         case EqualTo(left=x, right=Literal(value=v)) | EqualTo(left=Literal(value=v), right=x) \
                 if v is not None:
-            p.add_constant(x, False, _exact(x))
+            p.add_constant(x, False, exactly_comparable(x))
         case EqualNullSafe(left=x, right=Literal(value=v)) | \
                 EqualNullSafe(left=Literal(value=v), right=x):
-            p.add_constant(x, v is None, _exact(x))
+            p.add_constant(x, v is None, exactly_comparable(x))
         case IsNull(child=x):
             p.add_constant(x, True, True)
         case EqualTo(left=a, right=b):
@@ -491,7 +491,9 @@ def _learn(p: EquivalenceProperties, c: Expression) -> None:
                         p.add_not_null(x)
 
 
-def _exact(x: Expression) -> bool:
+def exactly_comparable(x: Expression) -> bool:
+    """Whether values of ``x`` that compare equal are identical (no NaN/-0.0, no
+    collation): then a function of ``x`` has one value among rows that tie on ``x``."""
     t = _type_of(x)
     return t is not None and _exact_type(t)
 

@@ -19,7 +19,7 @@ A Sort whose keys are all constant is left to ``eliminate_sorts``.
 from __future__ import annotations
 
 from sparkext.expressions import AttributeReference
-from sparkext.ordering import _exact, properties
+from sparkext.ordering import exactly_comparable, properties
 from sparkext.plan import LogicalPlan, Sort
 
 __all__ = ["simplify_sort_keys"]
@@ -46,7 +46,7 @@ def _simplify(node: LogicalPlan) -> LogicalPlan:
                     continue
                 kept.append(o)
                 for member in props.group(e):
-                    if isinstance(member, AttributeReference) and _exact(member):
+                    if isinstance(member, AttributeReference) and exactly_comparable(member):
                         tied.add(member.expr_id)
             if len(kept) == len(order) or not kept:
                 return node
