@@ -1,0 +1,30 @@
+"""TPC-DS table sizes at scale factor 1 (rows, bytes), injected into the empty tables of
+the plan tests as Spark's PlanStabilitySuite does (row counts from the specification,
+sizes from typical row widths)."""
+
+STATS = {
+    "call_center": (6, 2_000),
+    "catalog_page": (11_718, 1_600_000),
+    "catalog_returns": (144_067, 21_000_000),
+    "catalog_sales": (1_441_548, 226_000_000),
+    "customer": (100_000, 13_000_000),
+    "customer_address": (50_000, 5_500_000),
+    "customer_demographics": (1_920_800, 80_000_000),
+    "date_dim": (73_049, 10_000_000),
+    "household_demographics": (7_200, 150_000),
+    "income_band": (20, 320),
+    "inventory": (11_745_000, 190_000_000),
+    "item": (18_000, 5_000_000),
+    "promotion": (300, 36_000),
+    "reason": (35, 1_200),
+    "ship_mode": (20, 1_100),
+    "store": (12, 3_000),
+    "store_returns": (287_514, 32_000_000),
+    "store_sales": (2_880_404, 380_000_000),
+    "time_dim": (86_400, 5_000_000),
+    "warehouse": (5, 600),
+    "web_page": (60, 5_800),
+    "web_returns": (71_763, 9_800_000),
+    "web_sales": (719_384, 146_000_000),
+    "web_site": (30, 8_800),
+}
