@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import sparkext  # noqa: E402
 from sparkext import Batch, Once  # noqa: E402
 from sparkext.testing.rules import copy_nodes  # noqa: E402
-from sparkext.testing.session import test_session  # noqa: E402
+from sparkext.testing.session import local_session  # noqa: E402
 from tests.conftest import TPCH_TABLES, tpch_dir  # noqa: E402
 from tests.tpch import QUERY_NAMES, query  # noqa: E402
 
@@ -56,7 +56,7 @@ def main() -> None:
                              "own thread, no timeout)")
     args = parser.parse_args()
 
-    spark = test_session({"spark.sparkext.strict": "false",
+    spark = local_session({"spark.sparkext.strict": "false",
                           "spark.sql.planChangeValidation": "false",
                           "spark.sparkext.timeoutMs": args.timeout_ms})
     data = tpch_dir(args.scale)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from pyspark.sql import functions as F  # noqa: E402
 
 import sparkext  # noqa: E402
-from sparkext.testing.session import test_session  # noqa: E402
+from sparkext.testing.session import local_session  # noqa: E402
 
 PIPELINES = {
     "host_ts": lambda ev: ev.where("host = 'h1'").orderBy("host", "ts"),
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
-    spark = test_session({"spark.driver.memory": "8g", "spark.sql.shuffle.partitions": "8",
+    spark = local_session({"spark.driver.memory": "8g", "spark.sql.shuffle.partitions": "8",
                           "spark.sparkext.strict": "false",
                           "spark.sql.planChangeValidation": "false"})
     sparkext.enable(spark)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import sparkext  # noqa: E402
 from sparkext.catalyst import excluded_rules_conf  # noqa: E402
 from sparkext.testing.scans import file_scans  # noqa: E402
-from sparkext.testing.session import test_session  # noqa: E402
+from sparkext.testing.session import local_session  # noqa: E402
 from tests.conftest import TPCH_TABLES, tpch_dir  # noqa: E402
 from tests.tpch import QUERY_NAMES, query  # noqa: E402
 
@@ -56,7 +56,7 @@ def main() -> None:
 
     print(f"generating TPC-H scale factor {args.scale} (once) ...", flush=True)
     data = tpch_dir(args.scale)
-    spark = test_session({"spark.driver.memory": "10g", "spark.sql.shuffle.partitions": "16",
+    spark = local_session({"spark.driver.memory": "10g", "spark.sql.shuffle.partitions": "16",
                           "spark.sparkext.strict": "false",
                           "spark.sql.planChangeValidation": "false"})
     sparkext.enable(spark)

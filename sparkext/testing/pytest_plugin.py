@@ -72,9 +72,9 @@ def pytest_terminal_summary(terminalreporter, config):
 @pytest.fixture(scope="session")
 def spark():
     import sparkext
-    from sparkext.testing.session import test_session
+    from sparkext.testing.session import local_session
 
-    session = test_session()
+    session = local_session()
     sparkext.enable(session)
     yield session
     session.stop()

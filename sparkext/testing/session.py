@@ -22,7 +22,7 @@ TEST_CONF = {
 }
 
 
-def test_session(extra_conf: dict | None = None):
+def local_session(extra_conf: dict | None = None):
     """Builds (or returns) the process's local test session with sparkext configured."""
     from pyspark.sql import SparkSession
 
