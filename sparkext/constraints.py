@@ -16,22 +16,33 @@ Derivation per node (only deterministic predicates over the node's own output ar
 | Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias, Distinct, Deduplicate | the child's (restricted to the output) |
 | Expand, Opaque | none |
 
-Each set is closed under two inferences, as in Catalyst: ``IsNotNull(a)`` for every column a
-null-intolerant constraint reads (``a > 5`` is never true for a NULL ``a``), and for every
-``a = b`` between columns, each constraint on ``a`` restated on ``b`` and back
-(``a = b AND a = 5`` gives ``b = 5``).
+Each set is closed under the inferences of Catalyst 4.3's ``ConstraintHelper``:
+
+* ``IsNotNull`` of every column (or struct field of a column) a null-intolerant constraint
+  reads: ``a > 5`` is never true for a NULL ``a`` (``is_not_null_inferences``);
+* restatement across equalities: ``a = b AND a = 5`` gives ``b = 5``, ``a = 5 AND b >= a``
+  gives ``b >= 5`` (``equality_inferences``), where equal values are the same value: not
+  across floating-point or collated-string equalities, where Catalyst's restatement can
+  drop rows (see ``equality_inferences``).
 """
 
 from __future__ import annotations
 
 from sparkext.expressions import (
     Alias,
+    And,
     AttributeReference,
+    BinaryComparison,
+    Cast,
     EqualNullSafe,
     EqualTo,
     Expression,
+    GetStructField,
     IsNotNull,
     Literal,
+    Not,
+    OpaqueExpression,
+    Or,
 )
 from sparkext.plan import (
     Aggregate,
@@ -60,6 +71,7 @@ from sparkext.predicates import (
     replace_attributes,
     split_conjuncts,
 )
+from sparkext.types import BOOLEAN
 
 _PASS_THROUGH = (Window, Generate, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
                  RepartitionByExpression, RebalancePartitions, SubqueryAlias, Distinct,
@@ -101,30 +113,161 @@ def constraints(plan: LogicalPlan) -> Constraints:
 
 
 def is_not_null_inferences(exprs, output=None) -> list[Expression]:
-    """``IsNotNull`` for the columns the null-intolerant predicates in ``exprs`` read, and
-    for the non-nullable columns of ``output``."""
+    """``IsNotNull`` for what the null-intolerant predicates in ``exprs`` read, and for the
+    non-nullable columns of ``output``. What they read is a column, or a field of a struct
+    column: ``s.f = 1`` gives ``isnotnull(s.f)`` and says nothing of ``s`` (a struct holding
+    a NULL field), as Catalyst's ``scanNullIntolerantAttribute``."""
     out = []
     for e in exprs:
-        if isinstance(e, IsNotNull):
-            continue
-        out.extend(IsNotNull(a) for a in _null_intolerant_attributes(e))
+        # isnotnull(a + b) is itself a null-intolerant predicate over a + b: so a and b.
+        out.extend(IsNotNull(x) for x in _null_intolerant_inputs(
+            e.child if isinstance(e, IsNotNull) else e))
     if output is not None:
         out.extend(IsNotNull(a) for a in output if not a.nullable)
     return out
 
 
+def _null_intolerant_inputs(e: Expression) -> list[Expression]:
+    if isinstance(e, AttributeReference) or _is_field_of_column(e):
+        return [e]
+    if e.null_intolerant:
+        return [x for c in e.children for x in _null_intolerant_inputs(c)]
+    return []
+
+
+def _is_field_of_column(e: Expression) -> bool:
+    """``s.f``, ``s.f.g`` or ``arr.f`` (a field of every struct in an array) over a column."""
+    if not _is_field_access(e):
+        return False
+    while _is_field_access(e):
+        e = e.children[0]
+    return isinstance(e, AttributeReference)
+
+
+def _is_field_access(e: Expression) -> bool:
+    return isinstance(e, GetStructField) or (
+        isinstance(e, OpaqueExpression) and e.cls == "GetArrayStructFields")
+
+
 def equality_inferences(exprs) -> list[Expression]:
-    """For every ``a = b`` between columns, the other predicates restated with ``a`` and
-    ``b`` swapped (Catalyst's ``inferAdditionalConstraints``)."""
+    """Other predicates restated across equalities (Catalyst's ``inferAdditionalConstraints``
+    and ``inferConstraintsFromLiteralBindings``):
+
+    * for ``a = b`` between columns, each predicate on ``a`` restated on ``b`` and back;
+      for ``CAST(a AS t) = b``, each predicate on ``b`` restated on ``CAST(a AS t)``;
+    * for ``a = <literal>``, each predicate on ``a`` other than a column equality restated
+      on the literal (``a = 5 AND b >= a`` gives ``b >= 5``).
+
+    Only where equal values are the same value (``DataType.equality_is_identity``): unlike
+    Catalyst, which restates across ``DOUBLE`` columns too and so drops rows where one side
+    is ``-0.0`` and the other ``0.0`` (``a = b AND CAST(a AS STRING) = '-0.0'`` gains
+    ``CAST(b AS STRING) = '-0.0'``, false for ``b = 0.0``)."""
     preds = [e for e in exprs if not isinstance(e, IsNotNull)]
     out: list[Expression] = []
     for eq in preds:
-        if isinstance(eq, EqualTo) and isinstance(eq.left, AttributeReference) \
-                and isinstance(eq.right, AttributeReference):
-            left, right = eq.left, eq.right
-            others = [p for p in preds if p is not eq and not _same_pair(p, left, right)]
+        if not isinstance(eq, EqualTo):
+            continue
+        left, right = eq.left, eq.right
+        others = [p for p in preds
+                  if p.semantic_key() != eq.semantic_key() and not _same_pair(p, left, right)]
+        if isinstance(right, AttributeReference) and _identity(right):
+            if isinstance(left, AttributeReference):
+                out.extend(_restate(others, left, right))
+                out.extend(_restate(others, right, left))
+            elif _is_cast_of_column(left):
+                out.extend(_restate(others, right, left))
+        if isinstance(left, AttributeReference) and _identity(left) and _is_cast_of_column(right):
             out.extend(_restate(others, left, right))
-            out.extend(_restate(others, right, left))
+    for attr, lit in _literal_bindings(preds):
+        targets = [p for p in preds if not _is_column_equality(p)
+                   and not isinstance(p, EqualNullSafe)]
+        for restated in _restate(targets, attr, lit):
+            folded = _fold_constant_comparisons(restated)
+            if folded is not None:
+                out.append(folded)
+    return out
+
+
+_COMPARE = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
+            "LessThanOrEqual": lambda x, y: x <= y, "GreaterThan": lambda x, y: x > y,
+            "GreaterThanOrEqual": lambda x, y: x >= y}
+
+
+def _fold_constant_comparisons(e: Expression) -> Expression | None:
+    """``e`` with its comparisons between two literals decided and the AND/OR/NOT above them
+    simplified; None when that leaves nothing worth adding (true, or false: a contradiction
+    is left to Catalyst) or when a comparison between constants cannot be decided here.
+
+    A literal restated into ``a = 1999 OR (a = 1998 AND m = 12)`` gives ``1999 = 1999 OR
+    ...``: true, nothing learned. Catalyst folds such a predicate in the batch after it
+    infers it; a rule that added it on every round would never reach a fixed point."""
+    def fold(x: Expression):
+        if isinstance(x, (And, Or)):
+            left, right = fold(x.left), fold(x.right)
+            if left is None or right is None:
+                return None
+            absorbing = isinstance(x, Or)  # true absorbs OR, false absorbs AND
+            for a, b in ((left, right), (right, left)):
+                if _is_bool(a, absorbing):
+                    return a
+                if _is_bool(a, not absorbing):
+                    return b
+            return x if (left, right) == (x.left, x.right) else x.copy(left=left, right=right)
+        if isinstance(x, Not):
+            child = fold(x.child)
+            if child is None:
+                return None
+            if isinstance(child, Literal) and isinstance(child.value, bool):
+                return Literal(not child.value, child.data_type)
+            return x if child is x.child else x.copy(child=child)
+        if isinstance(x, BinaryComparison) and x.left.foldable and x.right.foldable:
+            return _compare_literals(x)
+        return x
+    folded = fold(e)
+    return None if folded is None or isinstance(folded, Literal) else folded
+
+
+def _is_bool(e: Expression, value: bool) -> bool:
+    return isinstance(e, Literal) and e.value is value
+
+
+def _compare_literals(c) -> Literal | None:
+    left, right, op = c.left, c.right, _COMPARE.get(type(c).__name__)
+    if not (op and isinstance(left, Literal) and isinstance(right, Literal)) \
+            or left.data_type != right.data_type or left.value is None or right.value is None:
+        return None
+    t = left.data_type
+    if not (t.is_integral or t.is_datetime or t.name in ("boolean", "string")):
+        return None  # decimals, floating point, binary, nested: left to Catalyst
+    return Literal(op(left.value, right.value), BOOLEAN)
+
+
+def _identity(e: Expression) -> bool:
+    return e.data_type.equality_is_identity
+
+
+def _is_cast_of_column(e: Expression) -> bool:
+    return isinstance(e, Cast) and isinstance(e.child, AttributeReference)
+
+
+def _is_column_equality(p: Expression) -> bool:
+    """``a = b`` or ``CAST(a AS t) = b`` (either way round): restated by the transitive case;
+    restating them on a literal would only repeat what that case derives."""
+    if not isinstance(p, EqualTo):
+        return False
+    sides = (p.left, p.right)
+    return all(isinstance(x, AttributeReference) or _is_cast_of_column(x) for x in sides) \
+        and any(isinstance(x, AttributeReference) for x in sides)
+
+
+def _literal_bindings(preds) -> list[tuple[AttributeReference, Literal]]:
+    out = []
+    for p in preds:
+        if isinstance(p, EqualTo):
+            for a, lit in ((p.left, p.right), (p.right, p.left)):
+                if isinstance(a, AttributeReference) and isinstance(lit, Literal) \
+                        and _identity(a):
+                    out.append((a, lit))
     return out
 
 
@@ -133,25 +276,20 @@ def _same_pair(p, a, b) -> bool:
         {a.semantic_key(), b.semantic_key()}
 
 
-def _restate(preds, source: AttributeReference, target: AttributeReference):
+def _restate(preds, source: Expression, target: Expression):
+    key = source.semantic_key()
     for p in preds:
-        if source.expr_id in p.references:
-            yield replace_attributes(p, {source.expr_id: target})
-
-
-def _null_intolerant_attributes(e: Expression) -> list[AttributeReference]:
-    if isinstance(e, AttributeReference):
-        return [e]
-    if e.null_intolerant:
-        return [a for c in e.children for a in _null_intolerant_attributes(c)]
-    return []
+        if source.references <= p.references and _mentions(p, key):
+            yield _replace_expr(p, key, target)
 
 
 def _close(valid: list[Expression], output) -> Constraints:
     ids = frozenset(a.expr_id for a in output)
     base = Constraints(valid)
-    inferred = equality_inferences(list(base))
-    allc = base.union(inferred)
+    allc = base.union(equality_inferences(list(base)))
+    # Catalyst infers IsNotNull from the base constraints only; from the restated ones too,
+    # so that adding what is inferred (b = 1) brings no new inference (isnotnull(b)) on the
+    # next round: a fixed-point rule must add everything at once.
     allc = allc.union(is_not_null_inferences(list(allc), output))
     return Constraints(c for c in allc
                        if c.references and c.references <= ids and c.deterministic)

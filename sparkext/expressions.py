@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from sparkext import types as T
 from sparkext._tree import EXPR_KINDS, TreeNode, arg, mirror
@@ -406,6 +406,19 @@ class BinaryOperator(BinaryExpression):
 class BinaryComparison(BinaryOperator, Predicate):
     null_intolerant_class = True
     __slots__ = ()
+    # The class of the same comparison with its operands swapped (``a < b`` is ``b > a``).
+    swapped: ClassVar[str]
+
+    def semantic_key(self):
+        """Equal for both spellings of a comparison (``a = b`` and ``b = a``, ``a < b`` and
+        ``b > a``), as Catalyst's canonicalization makes them: a set of predicates keyed by
+        meaning must not hold one fact twice (restating ``a = b`` over ``b = a`` would give
+        the useless ``a = a``)."""
+        def key():
+            left, right = self.left.semantic_key(), self.right.semantic_key()
+            return min((type(self).__name__, left, right), (self.swapped, right, left),
+                       key=repr)
+        return self._cached("semkey", key)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,32 +445,38 @@ class Not(UnaryExpression, Predicate):
 @mirror(_C + "EqualTo", pattern="BINARY_COMPARISON")
 class EqualTo(BinaryComparison):
     symbol = "="
+    swapped = "EqualTo"
 
 
 @mirror(_C + "EqualNullSafe", pattern="BINARY_COMPARISON")
 class EqualNullSafe(BinaryComparison, NeverNull):
     symbol = "<=>"
+    swapped = "EqualNullSafe"
     null_intolerant_class = False
 
 
 @mirror(_C + "LessThan", pattern="BINARY_COMPARISON")
 class LessThan(BinaryComparison):
     symbol = "<"
+    swapped = "GreaterThan"
 
 
 @mirror(_C + "LessThanOrEqual", pattern="BINARY_COMPARISON")
 class LessThanOrEqual(BinaryComparison):
     symbol = "<="
+    swapped = "GreaterThanOrEqual"
 
 
 @mirror(_C + "GreaterThan", pattern="BINARY_COMPARISON")
 class GreaterThan(BinaryComparison):
     symbol = ">"
+    swapped = "LessThan"
 
 
 @mirror(_C + "GreaterThanOrEqual", pattern="BINARY_COMPARISON")
 class GreaterThanOrEqual(BinaryComparison):
     symbol = ">="
+    swapped = "LessThanOrEqual"
 
 
 @mirror(_C + "IsNull", pattern="NULL_CHECK")

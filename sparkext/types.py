@@ -65,6 +65,14 @@ class DataType:
         return self.name in ("date", "timestamp", "timestamp_ntz")
 
     @property
+    def equality_is_identity(self) -> bool:
+        """Whether values that compare equal are the same value, so that one can stand in
+        for the other in any expression. Not for floating point (``-0.0 = 0.0``, yet
+        ``CAST(-0.0 AS STRING)`` is ``'-0.0'``), nor for strings under a collation other than
+        UTF8_BINARY (``'a' = 'A'`` in UTF8_LCASE), nor for nested types holding either."""
+        return _identity(self.value)
+
+    @property
     def precision_scale(self) -> tuple[int, int] | None:
         m = _DECIMAL.fullmatch(self.name)
         return (int(m.group(1)), int(m.group(2))) if m else None
@@ -98,6 +106,23 @@ def _simple(v) -> str:
     if t == "struct":
         return "struct<" + ",".join(f"{f['name']}:{_simple(f['type'])}" for f in v["fields"]) + ">"
     return str(t)
+
+
+def _identity(v) -> bool:
+    if isinstance(v, str):
+        if v in _FRACTIONAL:
+            return False
+        return not v.startswith("string collate ") or v == "string collate UTF8_BINARY"
+    t = v.get("type")
+    if t == "array":
+        return _identity(v["elementType"])
+    if t == "map":
+        return _identity(v["keyType"]) and _identity(v["valueType"])
+    if t == "struct":
+        return all(_identity(f["type"]) for f in v["fields"])
+    if t == "udt":
+        return "sqlType" in v and _identity(v["sqlType"])
+    return True
 
 
 def _atomic(name: str) -> DataType:

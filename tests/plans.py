@@ -8,7 +8,9 @@ from sparkext.plan import Relation
 
 TYPES = {"int": T.INT, "long": T.LONG, "string": T.STRING, "double": T.DOUBLE,
          "date": T.DATE, "bool": T.BOOLEAN, "array": T.DataType(
-             '{"type":"array","elementType":"integer","containsNull":true}')}
+             '{"type":"array","elementType":"integer","containsNull":true}'),
+         "struct": T.DataType('{"type":"struct","fields":[{"name":"f","type":"integer",'
+                              '"nullable":true,"metadata":{}}]}')}
 
 
 class Table:

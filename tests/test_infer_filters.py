@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from sparkext import types as T
 from sparkext.expressions import (
     Add,
     And,
+    Cast,
     EqualNullSafe,
     EqualTo,
+    GetStructField,
     GreaterThan,
+    GreaterThanOrEqual,
     IsNotNull,
     Or,
     Rand,
@@ -23,6 +27,7 @@ from tests.plans import Table
 L = Table("l", "a b c:string", 1)
 R = Table("r", "x y z:string", 11)
 N = Table("n", "k v", 31, nullable=False)
+D = Table("d", "p:double q:double s:struct", 41)
 
 CASES = {
     "a null-intolerant predicate implies its columns are not null, appended last":
@@ -53,6 +58,24 @@ CASES = {
         Filter(GreaterThan(N.k, lit(1)), N.rel),
     "what the input already guarantees is not added again":
         Filter(GreaterThan(L.a, lit(1)), Filter(IsNotNull(L.a), L.rel)),
+    "a constant replaces its column in the other predicates":
+        Filter(And(EqualTo(L.a, lit(5)), GreaterThanOrEqual(L.b, L.a)), L.rel),
+    "a restated constant decides the comparisons it completes: (5 = 4 OR b = 1) is b = 1":
+        Filter(And(EqualTo(L.a, lit(5)), Or(EqualTo(L.a, lit(4)), EqualTo(L.b, lit(1)))),
+               L.rel),
+    "a restatement that comes out true adds nothing":
+        Filter(And(EqualTo(L.a, lit(5)),
+                   Or(EqualTo(L.a, lit(5)), And(EqualTo(L.a, lit(4)), EqualTo(L.b, lit(1))))),
+               L.rel),
+    "an equality with a cast column restates the other column's predicates":
+        Filter(And(EqualTo(Cast(L.a, T.LONG), R.x), GreaterThan(R.x, lit(5))),
+               Join(L.rel, R.rel, "Cross", None)),
+    "one equality written both ways implies no a = a":
+        Filter(And(EqualTo(L.a, L.b), EqualTo(L.b, L.a)), L.rel),
+    "nothing is restated across floating-point equalities (-0.0 = 0.0)":
+        Filter(And(EqualTo(D.p, D.q), EqualTo(Cast(D.p, T.STRING), lit("-0.0"))), D.rel),
+    "a struct field predicate implies the field is not null, not the struct":
+        Filter(EqualTo(GetStructField(D.s, 0, "f"), lit(1)), D.rel),
     "constraints pass through projections":
         Join(Project((L.a,), Filter(EqualTo(L.a, lit(5)), L.rel)), R.rel, "Inner",
              EqualTo(L.a, R.x)),
