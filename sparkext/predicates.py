@@ -83,22 +83,28 @@ def alias_map(named: Iterable[Expression]) -> dict:
 def replace_aliases(e: Expression, aliases: dict) -> Expression:
     """``e`` with every attribute that names an alias replaced by the aliased expression
     (so it can be evaluated below the node that defines the alias)."""
-    if not aliases or not (e.references & aliases.keys()):
-        return e
-
-    def swap(x):
-        if isinstance(x, AttributeReference) and x.expr_id in aliases:
-            return aliases[x.expr_id]
-        return x
-    return e.transform_up(swap)
+    return replace_attributes(e, aliases)
 
 
 def replace_attributes(e: Expression, mapping: dict) -> Expression:
-    """``e`` with attributes replaced by id (``mapping``: expr_id -> expression)."""
+    """``e`` with attributes replaced by id (``mapping``: expr_id -> expression).
+
+    An opaque expression whose references are not its children's (a correlated subquery)
+    gets its references restated too: left stale, they would hide the moved columns from
+    every later decision (what a filter reads, which columns pruning keeps)."""
     if not (e.references & mapping.keys()):
         return e
-    return e.transform_up(
-        lambda x: mapping.get(x.expr_id, x) if isinstance(x, AttributeReference) else x)
+
+    def swap(x):
+        if isinstance(x, AttributeReference):
+            return mapping.get(x.expr_id, x)
+        if isinstance(x, OpaqueExpression) and x.references_ is not None \
+                and x.references_ & mapping.keys():
+            refs = frozenset().union(*(mapping[i].references if i in mapping else {i}
+                                       for i in x.references_))
+            return x.copy(references_=refs)
+        return x
+    return e.transform_up(swap)
 
 
 def contains_subquery(e: Expression) -> bool:
@@ -112,6 +118,8 @@ def contains_correlated_subquery(e: Expression) -> bool:
 
 
 def contains_aggregate(e: Expression) -> bool:
+    """An aggregate function call anywhere in ``e``. In Spark 4 every aggregate, pandas
+    grouped-aggregate UDFs (``PythonUDAF``) included, sits inside an AggregateExpression."""
     return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression")
 
 

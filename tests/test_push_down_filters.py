@@ -190,3 +190,18 @@ def test_nothing_to_push_returns_the_same_object():
 def test_inferred_is_not_null_is_not_pushed_twice():
     plan = Filter(IsNotNull(R.x), Filter(IsNotNull(R.x), R.rel))
     assert push_down_filters(plan) == Filter(IsNotNull(R.x), R.rel)
+
+
+def test_a_correlated_subquery_pushed_into_a_union_child_reads_that_childs_columns():
+    # EXISTS (... WHERE s.p = u.b) over u = l UNION ALL r: in r's copy the subquery reads y.
+    # Left reading b, pruning would drop y under it and Spark would reject the plan.
+    correlated = OpaqueExpression("Exists", (OpaqueExpression("OuterReference", (L.b,), 82),),
+                                  81, references_=frozenset({L.b.expr_id}),
+                                  subquery_output=S.columns, _type=T.BOOLEAN)
+    plan = Filter(correlated, Union((Project((L.a, L.b), L.rel), Project((R.x, R.y), R.rel))))
+    out = push_down_filters(plan)
+    filters = [n for n in out.walk() if isinstance(n, Filter)]
+    assert len(filters) == 2, out.tree_string()
+    for f in filters:
+        assert f.condition.references <= f.child.output_ids, out.tree_string()
+    assert {next(iter(f.condition.references)) for f in filters} == {L.b.expr_id, R.y.expr_id}
