@@ -28,6 +28,7 @@ import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
 
+import pandas as pd  # pandas UDFs resolve their type hints in this module's globals
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -1372,3 +1373,28 @@ def python_udf_returning_array(s):
     letters = F.udf(lambda x: None if x is None else list(x), "array<string>")
     return (people(s).select("id", F.explode(letters("name")).alias("ch"))
             .where("ch <> 'e'"))
+
+
+# -- pandas UDFs (Arrow) ------------------------------------------------------------------
+
+
+@pipeline
+def pandas_grouped_aggregate_filtered_on_its_result(s):
+    """A grouped-aggregate pandas UDF, filtered on its result (a HAVING): the filter must
+    stay above the aggregate."""
+    @F.pandas_udf("double")
+    def oldest(age: pd.Series) -> float:
+        return float(age.max())
+
+    return people(s).groupBy("dept_id").agg(oldest("age").alias("m")).where("m > 30")
+
+
+@pipeline
+def pandas_scalar_udf_filtered_on_its_result(s):
+    """A scalar pandas UDF in a projection, filtered on its result and on a plain column."""
+    @F.pandas_udf("long")
+    def twice(x: pd.Series) -> pd.Series:
+        return x * 2
+
+    return (events(s).select("eid", "host", twice("eid").alias("e2"))
+            .where((F.col("e2") > 20) & (F.col("host") != "h1")))
