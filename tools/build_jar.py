@@ -44,7 +44,10 @@ def compile_sources(out_dir: Path) -> None:
     sources = sorted(str(p) for p in SOURCES.rglob("*.scala"))
     cmd = ["java", "-cp", compiler_cp, "scala.tools.nsc.Main", "-usejavacp", "-deprecation",
            "-feature", "-release", "17", "-classpath", classpath, "-d", str(out_dir), *sources]
-    subprocess.run(cmd, check=True)
+    if subprocess.run(cmd).returncode != 0:
+        # The compiler has printed its errors; the command line (every jar of pyspark) would
+        # only bury them.
+        sys.exit(f"build_jar: the Scala compiler failed on {SOURCES} (errors above)")
 
 
 def write_jar(classes: Path, out: Path) -> None:
