@@ -15,7 +15,7 @@ import decimal
 import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from sparkext import _tree
 from sparkext.expressions import (
@@ -53,6 +53,13 @@ class MapValue:
 @lru_cache(maxsize=512)
 def _type_value(t: DataType):
     return t.value
+
+
+@lru_cache(maxsize=4096)
+def _data_type(text: str) -> DataType:
+    """The (immutable, shared) DataType for Spark's JSON text of a type: a session's plans
+    use a few dozen types, and parsing their JSON anew was a sixth of every decode."""
+    return DataType(text)
 
 
 def _float_in(v):
@@ -146,18 +153,25 @@ class Decoded:
         self.position = doc.get("pos")
         self.excluded = frozenset(doc.get("excluded", ()))
         self.catalyst_excluded = frozenset(doc.get("catalyst_excluded", ()))
-        self.types = [DataType(t) for t in doc["types"]]
+        self.types = [_data_type(t) for t in doc["types"]]
         self.attrs = [self._attr(a) for a in doc["attrs"]]
         self.attr_index = {id(a): i for i, a in enumerate(self.attrs)}
-        self.attr_by_value: dict[AttributeReference, int] = {}
-        for i, a in enumerate(self.attrs):
-            self.attr_by_value.setdefault(a, i)
         self.handles: dict[int, int] = {}
         self.relations: dict[int, Relation] = {}
         self.extra: dict[int, dict] = {}
         self.opaque_raw: dict[int, list] = {}
         self._alive: list = []  # keeps decoded objects alive, so their ids stay theirs
         self.plan = self.node(doc["plan"])
+
+    @cached_property
+    def attr_by_value(self) -> dict[AttributeReference, int]:
+        """Attribute -> index by value, for attributes a rule rebuilt equal to a decoded one.
+        Built on first use: hashing every attribute costs a fifth of a decode, and most
+        answers find their attributes by identity."""
+        out: dict[AttributeReference, int] = {}
+        for i, a in enumerate(self.attrs):
+            out.setdefault(a, i)
+        return out
 
     @classmethod
     def from_json(cls, text: str) -> Decoded:

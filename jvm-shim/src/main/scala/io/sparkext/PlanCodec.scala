@@ -42,6 +42,18 @@ object PlanCodec {
     t
   }
 
+  // DataType.json renders through json4s too (tens of microseconds a type, every call).
+  private val typeJsonCache = new ConcurrentHashMap[DataType, String]()
+
+  def typeJson(t: DataType): String = {
+    var j = typeJsonCache.get(t)
+    if (j == null) {
+      j = t.json
+      typeJsonCache.put(t, j)
+    }
+    j
+  }
+
   private val simpleNames = new ConcurrentHashMap[Class[_], String]()
 
   def simpleName(c: Class[_]): String = {
@@ -211,7 +223,7 @@ final class PlanEncoder(spec: MirrorSpec) {
     }
     g.writeEndArray()
     g.writeArrayFieldStart("types")
-    types.foreach(t => g.writeString(t.json))
+    types.foreach(t => g.writeString(PlanCodec.typeJson(t)))
     g.writeEndArray()
     g.writeEndObject()
     g.flush()
