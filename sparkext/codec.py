@@ -14,10 +14,11 @@ import base64
 import decimal
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from sparkext import _tree
+from sparkext import _tree, timezones
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -104,23 +105,78 @@ def value_in(v, t) -> object:
     return v
 
 
+#: Bits of the integer Spark keeps for values of these types (dates in days, timestamps in
+#: microseconds, year-month intervals in months, day-time intervals in microseconds, times
+#: in nanoseconds).
+_INT_BITS = {"byte": 8, "short": 16, "integer": 32, "date": 32, "long": 64, "timestamp": 64,
+             "timestamp_ntz": 64}
+_DECIMAL_TYPE = re.compile(r"decimal\((\d+),\s*(-?\d+)\)")
+
+
+def _int_bits(t: str) -> int | None:
+    if t in _INT_BITS:
+        return _INT_BITS[t]
+    if t.startswith("interval "):
+        return 32 if ("year" in t or "month" in t) else 64
+    if t.startswith("time("):
+        return 64
+    return None
+
+
+def _bad_value(v, t) -> WireError:
+    return WireError(f"the literal value {v!r} is not a valid {t} value")
+
+
+def _checked_decimal(v, t: str) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, decimal.Decimal)):
+        raise _bad_value(v, t)
+    d = decimal.Decimal(v)
+    m = _DECIMAL_TYPE.fullmatch(t)
+    if not d.is_finite() or m is None:
+        raise _bad_value(v, t)
+    precision, scale = int(m.group(1)), int(m.group(2))
+    sign, digits, exp = d.normalize().as_tuple() if d else (0, (0,), 0)
+    if -exp > scale or len(digits) + exp > precision - scale:
+        raise WireError(f"the literal value {v!r} does not fit {t} (a digit would be lost)")
+    return format(d, "f")
+
+
 def value_out(v, t):
-    """The wire form of a literal value (inverse of :func:`value_in`)."""
+    """The wire form of a literal value (inverse of :func:`value_in`).
+
+    A value that its type cannot hold (an int of 2**31 for INT, 1.5 for a LONG, 0.125 for
+    DECIMAL(5,2)) raises :class:`WireError`: sent on, it would reach Spark as another
+    constant, or be rounded."""
     if v is None:
         return None
     if isinstance(t, str):
+        bits = _int_bits(t)
+        if bits is not None:
+            if isinstance(v, bool) or not isinstance(v, int) \
+                    or not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+                raise _bad_value(v, t)
+            return v
         if t in ("float", "double"):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise _bad_value(v, t)
             return _float_out(float(v))
+        if t == "boolean":
+            if not isinstance(v, bool):
+                raise _bad_value(v, t)
+            return v
         if t == "binary":
+            if not isinstance(v, (bytes, bytearray)):
+                raise _bad_value(v, t)
             return base64.b64encode(bytes(v)).decode("ascii")
         if t.startswith("decimal"):
-            return format(decimal.Decimal(v), "f")
+            return _checked_decimal(v, t)
         if t == "interval":
             return list(v)
         if t == "variant":
             return [base64.b64encode(v[0]).decode("ascii"), base64.b64encode(v[1]).decode("ascii")]
-        if t == "boolean":
-            return bool(v)
+        if t == "string" or t.startswith(("string collate", "char(", "varchar(")):
+            if not isinstance(v, str):
+                raise _bad_value(v, t)
         return v
     kind = t["type"]
     if kind == "array":
@@ -153,6 +209,8 @@ class Decoded:
         self.position = doc.get("pos")
         self.excluded = frozenset(doc.get("excluded", ()))
         self.catalyst_excluded = frozenset(doc.get("catalyst_excluded", ()))
+        if "tz" in doc:
+            timezones.learn(doc["tz"], doc.get("tz_breaks", ()))
         self.types = [_data_type(t) for t in doc["types"]]
         self.attrs = [self._attr(a) for a in doc["attrs"]]
         self.attr_index = {id(a): i for i, a in enumerate(self.attrs)}
@@ -489,7 +547,7 @@ def encode_request(decoded: Decoded, plan: LogicalPlan | None = None) -> dict:
     """The request document for ``plan`` (default: the decoded plan), as the JVM wrote it."""
     enc = _Encoder(decoded, request=True)
     j = {"v": VERSION}
-    for key in ("id", "pos", "excluded", "catalyst_excluded"):
+    for key in ("id", "pos", "excluded", "catalyst_excluded", "tz", "tz_breaks"):
         if key in decoded.doc:
             j[key] = decoded.doc[key]
     j["plan"] = enc.node(decoded.plan if plan is None else plan)

@@ -217,8 +217,10 @@ class AttributeReference(Expression):
 class Literal(Expression):
     """A constant. ``value`` uses Spark's internal representation: ints for
     byte/short/int/long/date (days)/timestamp (microseconds)/intervals, ``float``,
-    ``str``, ``bytes``, ``decimal.Decimal``, lists for arrays and structs, ``{"k": [...],
-    "v": [...]}`` for maps, ``None`` for NULL. :func:`lit` builds one from a Python value."""
+    ``str``, ``bytes``, ``decimal.Decimal``, tuples for arrays and structs,
+    ``sparkext.codec.MapValue`` for maps, ``None`` for NULL. :func:`lit` builds one from a
+    Python value. A value its type cannot hold (2**31 for INT) is refused when the plan is
+    sent to Spark, and the rule's rewrite with it."""
 
     value: Any = arg("v")
     data_type_: DataType = arg("t")

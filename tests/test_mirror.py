@@ -195,6 +195,28 @@ def test_literal_values_round_trip(type_json, value):
     assert value_in(wire, t) == value
 
 
+UNFIT = [
+    ("integer", 2**31), ("long", 1.5), ("byte", 128), ("boolean", 1), ("integer", True),
+    ("decimal(5,2)", decimal.Decimal("0.125")), ("decimal(5,2)", decimal.Decimal("1234.5")),
+    ("decimal(5,2)", decimal.Decimal("NaN")), ("double", "1"), ("string", 5),
+    ("date", 2**31), ("interval year to month", 2**31),
+]
+
+
+@pytest.mark.parametrize("type_name,value", UNFIT)
+def test_a_literal_value_its_type_cannot_hold_is_refused_not_changed(type_name, value):
+    # Sent on, 2**31 would reach Spark as another INT and 0.125 would be rounded: the
+    # rule's rewrite must be refused instead.
+    with pytest.raises(WireError, match="literal value"):
+        value_out(value, type_name)
+
+
+def test_decimal_values_that_fit_keep_every_digit():
+    assert value_out(decimal.Decimal("123.45"), "decimal(5,2)") == "123.45"
+    assert value_out(decimal.Decimal("1.20"), "decimal(3,1)") == "1.20"
+    assert value_out(-100, "decimal(3,0)") == "-100"
+
+
 def test_nan_travels_as_text():
     assert value_out(math.nan, "double") == "NaN" and math.isnan(value_in("NaN", "double"))
 

@@ -8,7 +8,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.core.{JsonFactory, JsonGenerator}
+import com.fasterxml.jackson.core.{JsonFactory, JsonFactoryBuilder, JsonGenerator, StreamReadConstraints, StreamWriteConstraints}
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.catalyst.{AliasIdentifier, InternalRow}
@@ -16,6 +16,7 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, ArrayData, GenericArrayData, MapData}
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
 
@@ -27,7 +28,18 @@ import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
  */
 object PlanCodec {
   val Version = 1
-  private[sparkext] val factory = new JsonFactory()
+  /**
+   * Plans nest deeply (a generated `a = 1 OR a = 2 OR ...` of 500 terms is 500 levels, and
+   * every level is two JSON levels): Jackson's default depth limit of 1000 would turn such
+   * a query into an encode error. Catalyst's own recursion is the real limit.
+   */
+  val MaxNesting = 100000
+  private[sparkext] val factory: JsonFactory = {
+    val b = new JsonFactoryBuilder()
+    b.streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MaxNesting).build())
+    b.streamWriteConstraints(StreamWriteConstraints.builder().maxNestingDepth(MaxNesting).build())
+    b.build()
+  }
   private[sparkext] val mapper = new ObjectMapper(factory)
 
   // DataType.fromJson goes through json4s: worth caching, the set of types is small.
@@ -69,6 +81,40 @@ object PlanCodec {
     "Inner" -> Inner, "Cross" -> Cross, "LeftOuter" -> LeftOuter, "RightOuter" -> RightOuter,
     "FullOuter" -> FullOuter, "LeftSemi" -> LeftSemi, "LeftAnti" -> LeftAnti,
     "LeftSingle" -> LeftSingle)
+}
+
+/**
+ * Reads JSON scalars without Jackson's lenient conversions (`intValue` of 3000000000 wraps,
+ * of 1.5 truncates, `booleanValue` of 1 is false): a value that does not fit its type is an
+ * error, so a rule's wrong constant rejects the rewrite instead of changing the query.
+ */
+object StrictJson {
+  private def bad(j: JsonNode, what: String): Nothing =
+    throw new IllegalArgumentException(s"$j is not a valid $what value")
+
+  def long(j: JsonNode, what: String, min: Long = Long.MinValue, max: Long = Long.MaxValue): Long = {
+    if (j == null || !j.isIntegralNumber || !j.canConvertToLong) bad(j, what)
+    val v = j.longValue()
+    if (v < min || v > max) bad(j, what)
+    v
+  }
+
+  def int(j: JsonNode, what: String): Int = long(j, what, Int.MinValue, Int.MaxValue).toInt
+
+  def bool(j: JsonNode, what: String): Boolean = {
+    if (j == null || !j.isBoolean) bad(j, what)
+    j.booleanValue()
+  }
+
+  def number(j: JsonNode, what: String): Double = {
+    if (j == null || !j.isNumber) bad(j, what)
+    j.doubleValue()
+  }
+
+  def text(j: JsonNode, what: String): String = {
+    if (j == null || !j.isTextual) bad(j, what)
+    j.asText()
+  }
 }
 
 /** Literal values <-> JSON. The mapping per Spark SQL type is tabled in docs/wire-format.md. */
@@ -148,32 +194,46 @@ object LiteralCodec {
     }
   }
 
-  private def floating(j: JsonNode): Double = if (j.isTextual) j.asText() match {
+  private def floating(j: JsonNode, what: String): Double = if (j.isTextual) j.asText() match {
     case "NaN" => Double.NaN
     case "Infinity" => Double.PositiveInfinity
     case "-Infinity" => Double.NegativeInfinity
-    case s => s.toDouble
-  } else j.asDouble()
+    case _ => StrictJson.number(j, what)
+  } else StrictJson.number(j, what)
+
+  /** A decimal of exactly this type: no digit rounded away, no precision overflow. */
+  private def decimal(j: JsonNode, d: DecimalType): Decimal = {
+    val bd = try new java.math.BigDecimal(StrictJson.text(j, d.simpleString)) catch {
+      case _: NumberFormatException => throw new IllegalArgumentException(s"$j is not a valid ${d.simpleString} value")
+    }
+    val exact = bd.stripTrailingZeros()
+    if (exact.scale > d.scale || exact.precision - exact.scale > d.precision - d.scale) {
+      throw new IllegalArgumentException(s"$j does not fit ${d.simpleString}")
+    }
+    Decimal(bd, d.precision, d.scale)
+  }
 
   def read(j: JsonNode, dt: DataType): Any = {
     if (j == null || j.isNull) return null
+    val what = dt.simpleString
     dt match {
-      case BooleanType => j.booleanValue()
-      case ByteType => j.asInt().toByte
-      case ShortType => j.asInt().toShort
-      case IntegerType | DateType | _: YearMonthIntervalType => j.intValue()
+      case BooleanType => StrictJson.bool(j, what)
+      case ByteType => StrictJson.long(j, what, Byte.MinValue, Byte.MaxValue).toByte
+      case ShortType => StrictJson.long(j, what, Short.MinValue, Short.MaxValue).toShort
+      case IntegerType | DateType | _: YearMonthIntervalType => StrictJson.int(j, what)
       case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType | _: TimeType =>
-        j.longValue()
-      case FloatType => if (j.isTextual) floating(j).toFloat else j.asText().toFloat
-      case DoubleType => floating(j)
-      case _: StringType | _: CharType | _: VarcharType => UTF8String.fromString(j.asText())
-      case BinaryType => Base64.getDecoder.decode(j.asText())
-      case d: DecimalType => Decimal(new java.math.BigDecimal(j.asText()), d.precision, d.scale)
+        StrictJson.long(j, what)
+      case FloatType => floating(j, what).toFloat
+      case DoubleType => floating(j, what)
+      case _: StringType | _: CharType | _: VarcharType => UTF8String.fromString(StrictJson.text(j, what))
+      case BinaryType => Base64.getDecoder.decode(StrictJson.text(j, what))
+      case d: DecimalType => decimal(j, d)
       case CalendarIntervalType =>
-        new CalendarInterval(j.get(0).intValue(), j.get(1).intValue(), j.get(2).longValue())
+        new CalendarInterval(StrictJson.int(j.get(0), what), StrictJson.int(j.get(1), what),
+          StrictJson.long(j.get(2), what))
       case VariantType =>
-        new VariantVal(Base64.getDecoder.decode(j.get(0).asText()),
-          Base64.getDecoder.decode(j.get(1).asText()))
+        new VariantVal(Base64.getDecoder.decode(StrictJson.text(j.get(0), what)),
+          Base64.getDecoder.decode(StrictJson.text(j.get(1), what)))
       case ArrayType(et, _) =>
         new GenericArrayData(j.asScala.map(read(_, et)).toArray)
       case MapType(kt, vt, _) =>
@@ -208,6 +268,14 @@ final class PlanEncoder(spec: MirrorSpec) {
     g.writeStartObject()
     g.writeNumberField("v", PlanCodec.Version)
     header(g)
+    // The session's time zone and what its rules can reverse: the ordering analysis needs
+    // them before it calls to_date or date_trunc monotonic.
+    val zone = SQLConf.get.sessionLocalTimeZone
+    g.writeStringField("tz", zone)
+    val breaks = ZoneFacts.breaks(zone)
+    if (breaks.nonEmpty) {
+      g.writeArrayFieldStart("tz_breaks"); breaks.foreach(g.writeString); g.writeEndArray()
+    }
     g.writeFieldName("plan")
     node(plan)
     g.writeArrayFieldStart("attrs")
@@ -625,13 +693,13 @@ final class PlanRebuilder(spec: MirrorSpec, enc: PlanEncoder, types: IndexedSeq[
     case Kind.Str => j.asText()
     case Kind.StrOpt => opt(j)(_.asText())
     case Kind.Strs => seq(j)(_.asText())
-    case Kind.IntK => Int.box(j.intValue())
-    case Kind.IntOpt => opt(j)(_.intValue())
-    case Kind.Ints => seq(j)(_.intValue())
-    case Kind.LongK => Long.box(j.longValue())
-    case Kind.LongOpt => opt(j)(_.longValue())
-    case Kind.DoubleK => Double.box(j.doubleValue())
-    case Kind.BoolK => Boolean.box(j.booleanValue())
+    case Kind.IntK => Int.box(StrictJson.int(j, "int"))
+    case Kind.IntOpt => opt(j)(StrictJson.int(_, "int"))
+    case Kind.Ints => seq(j)(StrictJson.int(_, "int"))
+    case Kind.LongK => Long.box(StrictJson.long(j, "long"))
+    case Kind.LongOpt => opt(j)(StrictJson.long(_, "long"))
+    case Kind.DoubleK => Double.box(StrictJson.number(j, "double"))
+    case Kind.BoolK => Boolean.box(StrictJson.bool(j, "boolean"))
     case Kind.CharK => Char.box(j.asText().charAt(0))
     case Kind.Value => if (j == null || j.isNull) null else ref(j.get("v"))
     case Kind.ValueOpt => opt(j)(v => ref(v.get("v")))
@@ -712,7 +780,14 @@ final class PlanRebuilder(spec: MirrorSpec, enc: PlanEncoder, types: IndexedSeq[
           case other => fail(s"only a subquery's plan can be narrowed, not ${PlanCodec.simpleName(other.getClass)}")
         }
       case name =>
-        build(spec.forName(name), j).asInstanceOf[Expression]
+        build(spec.forName(name), j) match {
+          // A new Cast (or other time-zone-aware expression) from Python names no zone; the
+          // analyzer's ResolveTimeZone has run already, so it gets the session's, as
+          // Catalyst's own optimizer rules do when they build one.
+          case t: TimeZoneAwareExpression if t.timeZoneId.isEmpty =>
+            t.withTimeZone(SQLConf.get.sessionLocalTimeZone)
+          case e => e.asInstanceOf[Expression]
+        }
     }
   }
 }

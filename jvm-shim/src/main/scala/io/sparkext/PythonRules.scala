@@ -45,8 +45,10 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     val excluded = excludedConf.split(",").map(_.trim).filter(_.nonEmpty).toSet
     val active = rules.filterNot(r => excluded.contains(r.name))
     if (active.isEmpty) return skip(m.skippedExcluded)
-    // A fixed-point batch hands back the very plan we returned: Python's answer is known.
-    if (state.isMemoized(position, plan, reg.version, excludedConf)) return skip(m.skippedSamePlan)
+    // A fixed-point batch hands back the very plan we returned: Python's answer is known,
+    // as long as nothing the rules read changed (Catalyst's excluded rules travel too).
+    val memoKey = excludedConf + "\u0000" + conf.getConfString(SQLConf.OPTIMIZER_EXCLUDED_RULES.key, "")
+    if (state.isMemoized(position, plan, reg.version, memoKey)) return skip(m.skippedSamePlan)
     // Rules declare the node kinds they match; a plan with none of them cannot change.
     if (active.forall(_.patterns.nonEmpty) &&
         !plan.containsAnyPattern(active.flatMap(_.patterns).distinct: _*)) {
@@ -54,7 +56,7 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     }
 
     val result = new BridgeCall(reg, position, m, conf, excluded).run(plan)
-    state.memoize(position, result, reg.version, excludedConf)
+    state.memoize(position, result, reg.version, memoKey)
     result
   }
 }
@@ -284,7 +286,11 @@ private[sparkext] object BridgeCall {
     if (!same) {
       return Some(s"the output changed from [${a.mkString(", ")}] to [${b.mkString(", ")}]")
     }
+    // validateOptimizedPlan leaves these two to Catalyst's planChangeValidation (off by
+    // default): a rule's attribute that no child produces must not reach execution.
     LogicalPlanIntegrity.validateOptimizedPlan(before, after, true)
+      .orElse(LogicalPlanIntegrity.validateNoDanglingReferences(after))
+      .orElse(LogicalPlanIntegrity.validateAggregateExpressions(after))
   }
 }
 
