@@ -4,18 +4,43 @@ The JVM calls :meth:`RuleBridge.apply` with one request document; the bridge dec
 runs the rule batches registered for that position, and answers with the rewritten plan,
 ``{"unchanged": true}``, or an error the JVM turns into one warning (or, in strict mode,
 an exception). Nothing raised here reaches the user's query.
+
+Deep plans: a DataFrame built by ``withColumn`` in a loop nests its expressions hundreds
+of levels deep once Catalyst collapses the projections, and decoding, rules and encoding
+all recurse per level. Python's default limit (1000 frames) stops near 250 levels, and
+the thread py4j calls us on has the platform's default stack, so the limit cannot simply
+be raised there. A call that recurses too deep is therefore answered again, from the
+start, on a thread of its own with a :data:`DEEP_STACK_BYTES` stack and the interpreter's
+recursion limit raised to :data:`DEEP_RECURSION_LIMIT` while it runs (the limit is
+per interpreter; it is restored when the last such call ends). That is deeper than Spark
+itself can plan: its own analyzer overflows the JVM stack first.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import traceback
 
-from sparkext.codec import Decoded, WireError, encode_answer
+from sparkext.codec import Decoded, encode_answer
 from sparkext.optimizer import RuleError, RuleExecutor
 
 _UNCHANGED = '{"unchanged":true}'
+
+#: The stack of the thread that answers a call too deep for py4j's thread (reserved
+#: address space; the pages are only touched as deep as the plan goes).
+DEEP_STACK_BYTES = 256 * 1024 * 1024
+#: The recursion limit while such a call runs: about 5 KiB of that stack per frame.
+DEEP_RECURSION_LIMIT = 50_000
+
+
+class _TooDeep(Exception):
+    """The call recursed past the recursion limit of the thread it ran on."""
+
+
+def _recursed(e: BaseException) -> bool:
+    return isinstance(e, RecursionError) or isinstance(getattr(e, "cause", None), RecursionError)
 
 
 def _where(exc: BaseException) -> str:
@@ -50,9 +75,22 @@ class RuleBridge:
 
     def apply(self, payload: str) -> str:
         try:
+            return self._answer(payload, deep=False)
+        except _TooDeep:
+            return _deep_stack.run(lambda: self._answer(payload, deep=True))
+
+    def _answer(self, payload: str, deep: bool) -> str:
+        def failed(kind: str, rule: str | None, message: str, e: BaseException) -> str:
+            if _recursed(e):
+                if not deep:
+                    raise _TooDeep from e
+                message += f" (even with a recursion limit of {sys.getrecursionlimit()})"
+            return _error(kind, rule, message, e)
+
+        try:
             decoded = Decoded.from_json(payload)
         except Exception as e:  # noqa: BLE001 - a bad request must not escape to py4j
-            return _error("decode", None, f"could not decode the plan: {e}", e)
+            return failed("decode", None, f"could not decode the plan: {e}", e)
         executor = self.executors.get(decoded.position)
         if executor is None:
             return _UNCHANGED
@@ -66,9 +104,9 @@ class RuleBridge:
             result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
                                       catalyst_excluded=decoded.catalyst_excluded)
         except RuleError as e:
-            return _error("rule", e.rule, str(e.cause) if e.cause is not None else e.message, e)
+            return failed("rule", e.rule, str(e.cause) if e.cause is not None else e.message, e)
         except Exception as e:  # noqa: BLE001
-            return _error("executor", None, str(e), e)
+            return failed("executor", None, str(e), e)
         finally:
             with self._lock:
                 self._running.pop(call_id, None)
@@ -76,10 +114,10 @@ class RuleBridge:
             return _UNCHANGED
         try:
             answer = encode_answer(result.plan, decoded, result.changed_by)
-        except (WireError, Exception) as e:  # noqa: BLE001
+            return json.dumps(answer, separators=(",", ":"), allow_nan=False)
+        except Exception as e:  # noqa: BLE001 - WireError, or a value JSON cannot hold
             who = ", ".join(result.changed_by) or None
-            return _error("encode", who, f"returned a plan that cannot be sent to Spark: {e}", e)
-        return json.dumps(answer, separators=(",", ":"), allow_nan=False)
+            return failed("encode", who, f"returned a plan that cannot be sent to Spark: {e}", e)
 
     def running(self, call_id: int) -> str:
         with self._lock:
@@ -87,3 +125,48 @@ class RuleBridge:
 
     class Java:
         implements = ["io.sparkext.RuleBridge"]
+
+
+class _DeepStack:
+    """Runs a call on a new thread with a big stack and a raised recursion limit."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._saved_limit = 0
+
+    def run(self, answer) -> str:
+        box: list = []
+
+        def target() -> None:
+            try:
+                box.append(answer())
+            except BaseException as e:  # noqa: BLE001 - reported to the JVM below
+                box.append(_error("executor", None, f"failed on the deep-plan thread: {e}", e))
+
+        with self._lock:
+            if self._calls == 0:
+                self._saved_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(self._saved_limit, DEEP_RECURSION_LIMIT))
+            self._calls += 1
+        try:
+            with self._lock:  # stack_size is process-wide: set it only around our start()
+                previous = threading.stack_size(DEEP_STACK_BYTES)
+                try:
+                    thread = threading.Thread(target=target, name="sparkext-deep-plan",
+                                              daemon=True)
+                    thread.start()
+                finally:
+                    threading.stack_size(previous)
+            thread.join()
+        except Exception as e:  # noqa: BLE001 - no thread for it: the plan stays as it was
+            return _error("executor", None, f"could not start a thread for a deep plan: {e}", e)
+        finally:
+            with self._lock:
+                self._calls -= 1
+                if self._calls == 0 and sys.getrecursionlimit() == DEEP_RECURSION_LIMIT:
+                    sys.setrecursionlimit(self._saved_limit)
+        return box[0]
+
+
+_deep_stack = _DeepStack()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -47,28 +49,81 @@ def _append(existing: str | None, item: str) -> str:
     return ",".join(parts)
 
 
+_APPENDED = ("spark.jars", "spark.sql.extensions")
+
+
 def _jvm_defaults() -> dict[str, str]:
-    """``spark.jars`` and ``spark.sql.extensions`` the JVM already has (spark-submit's
-    ``--jars``/``--conf``, spark-defaults.conf), when Python runs under spark-submit."""
+    """``spark.jars`` and ``spark.sql.extensions`` as the driver JVM has them, or will have
+    them, before the builder's settings: spark-submit's ``--jars``/``--conf`` and the
+    properties file (spark-defaults.conf)."""
     from pyspark import SparkContext
 
     if SparkContext._jvm is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        return {}
+        return _launch_defaults()
     SparkContext._ensure_initialized()  # connects to spark-submit's JVM; launches nothing
     conf = SparkContext._jvm.org.apache.spark.SparkConf(True)
-    return {k: conf.get(k, "") for k in ("spark.jars", "spark.sql.extensions")}
+    return {k: conf.get(k, "") for k in _APPENDED}
+
+
+def _launch_defaults() -> dict[str, str]:
+    """What the JVM pyspark is about to launch will read, as spark-submit reads it: the
+    properties file (``--properties-file``, else ``spark-defaults.conf`` in
+    ``SPARK_CONF_DIR`` or ``SPARK_HOME/conf``), then ``PYSPARK_SUBMIT_ARGS``'s ``--conf``
+    and ``--jars`` over it. Without this, a builder value would replace them: Delta or
+    Iceberg named in spark-defaults.conf would silently go."""
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    given: dict[str, str] = {}
+    properties_file = None
+    for flag, value in zip(args, args[1:]):
+        if flag in ("--conf", "-c") and "=" in value:
+            key, _, v = value.partition("=")
+            given[key.strip()] = v
+        elif flag == "--jars":
+            given["spark.jars"] = value
+        elif flag == "--properties-file":
+            properties_file = value
+    out = _read_properties(properties_file or _defaults_file())
+    out.update(given)
+    return {k: out[k] for k in _APPENDED if k in out}
+
+
+def _defaults_file() -> str | None:
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if not conf_dir:
+        from pyspark.find_spark_home import _find_spark_home
+
+        conf_dir = os.path.join(_find_spark_home(), "conf")
+    return os.path.join(conf_dir, "spark-defaults.conf")
+
+
+_PROPERTY = re.compile(r"^\s*([^\s#!=:][^\s=:]*)\s*[=:\s]\s*(.*)$")
+
+
+def _read_properties(path: str | None) -> dict[str, str]:
+    """A Java properties file the way Spark writes spark-defaults.conf: ``key value`` or
+    ``key=value`` per line, ``#`` comments."""
+    if not path or not os.path.isfile(path):
+        return {}
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = _PROPERTY.match(line)
+            if m:
+                out[m.group(1)] = m.group(2).strip()
+    return out
 
 
 def configure(builder):
     """Adds the shim jar and the extension class to a ``SparkSession.Builder``.
 
-    Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder or by
-    spark-submit), never replaces them, so Delta, Iceberg and other extensions keep
-    working. Call it before the session exists: a running JVM cannot load the extension.
+    Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder, by
+    spark-submit, in spark-defaults.conf or in ``PYSPARK_SUBMIT_ARGS``), never replaces
+    them, so Delta, Iceberg and other extensions keep working. Call it before the session
+    exists: a running JVM cannot load the extension.
     """
     options = getattr(builder, "_options", {})
     defaults = _jvm_defaults()
-    for key, item in (("spark.jars", jar_path()), ("spark.sql.extensions", EXTENSION_CLASS)):
+    for key, item in zip(_APPENDED, (jar_path(), EXTENSION_CLASS)):
         current = options.get(key) or defaults.get(key)
         builder = builder.config(key, _append(current, item))
     return builder

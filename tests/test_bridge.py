@@ -3,6 +3,10 @@ switches and metrics behave as documented."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,12 +17,20 @@ from pyspark.sql import functions as F
 
 import sparkext
 from examples.toy_rules import swap_filter_below_project
-from sparkext import rule
+from sparkext import Batch, Once, rule
 from sparkext.catalyst import excluded_rules_conf
-from sparkext.expressions import Cast
+from sparkext.expressions import (
+    Alias,
+    AttributeReference,
+    Cast,
+    GreaterThan,
+    IsNotNull,
+    Literal,
+)
 from sparkext.plan import Filter, Project, Window
-from sparkext.types import STRING
-from tests.conftest import conf, rules_enabled
+from sparkext.testing.rules import rebuild_everything
+from sparkext.types import INT, STRING
+from tests.conftest import apply_rules, conf, rules_enabled
 from tests.rows import assert_same_rows, collect
 
 NOT_STRICT = {"spark.sparkext.strict": "false"}
@@ -81,6 +93,59 @@ def test_the_plan_the_bridge_returned_is_not_sent_again(spark, tables):
     assert m["skipped_same_plan"] >= 1 and len(calls) == m["calls"], m
 
 
+@rule
+def filters_on_a_new_column(plan):
+    """Adds a computed column (a new Alias: its id comes from the JVM), filters on it and
+    drops it again; the Cast to string needs a time zone, which Python does not give."""
+    if not isinstance(plan, Project) or any(a.name == "ts_text" for a in plan.child.output):
+        return plan
+    ts = next(a for a in plan.output if a.name == "ts")
+    text = Alias(Cast(ts, STRING), "ts_text")
+    return Project(plan.output, Filter(IsNotNull(text.to_attribute()),
+                                       Project((*plan.output, text), plan)))
+
+
+def test_a_new_column_gets_a_fresh_id_from_the_jvm_and_the_session_time_zone(spark, tables):
+    def query(s):
+        return s.table("events").where("host = 'h1'").select("eid", "ts")
+    expected = expected_rows(spark, query)
+    with rules_enabled(spark, [filters_on_a_new_column]):
+        sparkext.reset_metrics(spark)
+        df = query(spark)
+        assert_same_rows(expected, collect(df))
+        assert sparkext.metrics(spark)["accepted"] >= 1
+        # What the bridge itself returns (Catalyst's later batches fold the new column away).
+        rebuilt = apply_rules(spark, df._jdf.queryExecution().analyzed())
+    aliases = [e for node in _nodes(rebuilt) for e in _named(node) if e.name() == "ts_text"]
+    assert len(aliases) == 1, rebuilt.toString()
+    new_id = aliases[0].exprId().id()
+    taken = {a.exprId().id() for node in _nodes(rebuilt) for a in _iter(node.output())
+             if a.name() != "ts_text"}
+    assert new_id not in taken, (new_id, taken)
+    cast = aliases[0].child()
+    assert cast.timeZoneId().get() == spark.conf.get("spark.sql.session.timeZone")
+
+
+def _iter(seq):
+    it = seq.iterator()
+    while it.hasNext():
+        yield it.next()
+
+
+def _nodes(plan):
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(_iter(node.children()))
+
+
+def _named(node):
+    if node.getClass().getSimpleName() != "Project":
+        return []
+    return [e for e in _iter(node.projectList()) if e.getClass().getSimpleName() == "Alias"]
+
+
 # -- faults: the query runs on, one warning, one counter ------------------------------------
 
 
@@ -105,15 +170,38 @@ def changes_a_type(plan):
     first, *rest = plan.output
     if first.data_type == STRING:
         return plan
-    from sparkext.expressions import Alias
     return Project((Alias(Cast(first, STRING), first.name, first.expr_id), *rest), plan)
+
+
+UNFIT = Literal(2**40, INT)
+GHOST = AttributeReference("ghost", INT, True, None, 987654321)
+
+
+@rule
+def writes_an_int_that_does_not_fit(plan):
+    # INT cannot hold 2**40: sent on, Spark would read another constant.
+    if isinstance(plan, Filter) and UNFIT in plan.condition.children:
+        return plan
+    return Filter(GreaterThan(UNFIT, Literal(0, INT)), plan)
+
+
+@rule
+def reads_a_column_nobody_produces(plan):
+    # Same output, but the filter reads an attribute no child has: only the JVM's
+    # integrity check (no dangling references) can see it.
+    if isinstance(plan, Filter) and GHOST.expr_id in plan.condition.references:
+        return plan
+    return Filter(IsNotNull(GHOST), plan)
 
 
 FAULTS = [
     (raises, "python_errors", "rule 'raises' failed: ValueError: boom"),
     (drops_a_column, "python_errors", "rule 'drops_a_column' failed"),
     (returns_a_string, "python_errors", "returned str, not a plan node"),
+    (writes_an_int_that_does_not_fit, "python_errors", "is not a valid integer value"),
     (changes_a_type, "rejected", "rule(s) changes_a_type was rejected"),
+    (reads_a_column_nobody_produces, "rejected",
+     "rule(s) reads_a_column_nobody_produces was rejected"),
 ]
 
 
@@ -200,6 +288,29 @@ def test_eight_threads_run_queries_through_the_bridge_at_once(spark, tables):
     assert m["python_errors"] == 0 and m["rejected"] == 0 and m["accepted"] >= 1, m
 
 
+# -- deep plans -----------------------------------------------------------------------------
+
+
+def column_updated_in_a_loop(spark, times=120):
+    # The everyday withColumn loop: once Catalyst collapses the projections, one expression
+    # 3 x `times` levels deep (Python's default recursion limit stops near 250 levels).
+    df = spark.table("people").select("id", F.coalesce("age", F.lit(0)).alias("v"))
+    for _ in range(times):
+        df = df.withColumn("v", F.col("v") * 3 % 1000 + F.col("id"))
+    return df.where("v > 10")
+
+
+def test_a_plan_nested_deeper_than_the_recursion_limit_is_rebuilt_and_runs(spark, tables):
+    expected = expected_rows(spark, column_updated_in_a_loop)
+    limit = sys.getrecursionlimit()
+    with rules_enabled(spark, batches=[Batch("rebuild", Once(), (rebuild_everything,))]):
+        sparkext.reset_metrics(spark)
+        assert_same_rows(expected, collect(column_updated_in_a_loop(spark)))
+        m = sparkext.metrics(spark)
+    assert m["accepted"] >= 1 and m["python_errors"] == 0, m
+    assert sys.getrecursionlimit() == limit  # raised only while the deep call ran
+
+
 # -- switches -------------------------------------------------------------------------------
 
 
@@ -268,6 +379,35 @@ def test_configure_appends_to_existing_jars_and_extensions():
         "io.delta.sql.DeltaSparkSessionExtension,io.sparkext.SparkextExtensions")
     sparkext.configure(builder)  # idempotent
     assert builder._options["spark.jars"].count("sparkext-shim.jar") == 1
+
+
+CONFIGURE_IN_A_FRESH_PROCESS = """
+import json, sparkext
+from pyspark.sql import SparkSession
+print(json.dumps(sparkext.configure(SparkSession.builder)._options))
+"""
+
+
+@pytest.mark.parametrize("submit_args,extensions,jars", [
+    (None, "com.example.FromDefaults", "/opt/from-defaults.jar"),
+    ("--conf spark.sql.extensions=com.example.FromArgs --jars /opt/a.jar,/opt/b.jar "
+     "pyspark-shell", "com.example.FromArgs", "/opt/a.jar,/opt/b.jar"),
+], ids=["spark-defaults.conf", "PYSPARK_SUBMIT_ARGS"])
+def test_configure_appends_to_what_the_jvm_will_be_launched_with(tmp_path, submit_args,
+                                                                  extensions, jars):
+    # No JVM yet (a plain `python app.py`): the builder's values would replace these.
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# defaults\nspark.sql.extensions  com.example.FromDefaults\n"
+        "spark.jars=/opt/from-defaults.jar\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(tmp_path)}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    if submit_args:
+        env["PYSPARK_SUBMIT_ARGS"] = submit_args
+    out = subprocess.run([sys.executable, "-c", CONFIGURE_IN_A_FRESH_PROCESS], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    options = json.loads(out.strip().splitlines()[-1])
+    assert options["spark.sql.extensions"] == f"{extensions},{sparkext.EXTENSION_CLASS}"
+    assert options["spark.jars"] == f"{jars},{sparkext.jar_path()}"
 
 
 def test_enable_explains_what_to_do_without_a_classic_session():
