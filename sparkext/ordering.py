@@ -23,8 +23,8 @@ Derivation per node:
 | --- | --- | --- |
 | Relation | Catalyst's ``outputOrdering`` of the leaf (cached relations, checkpoints, ranges, DSv2 scans that report one); global only when the JVM proves it (a range; a cached or checkpointed plan that is one partition or range-partitioned on a prefix of the ordering), else within partitions | its non-nullable columns are not NULL |
 | Sort | global sort: its order, globally. Local sort: its order within partitions — globally when its input is range-partitioned on keys that agree with it | passed on |
-| Filter | passed on | ``e = literal`` makes ``e`` constant (not NULL); ``e IS NULL`` makes it constant NULL; ``a = b`` joins their groups; null-intolerant conjuncts make their columns not NULL |
-| Project | passed on (in terms of the input's expressions) | ``e AS x`` puts ``x`` in ``e``'s group; a literal column is constant; monotonic functions of ordered expressions are ordered (below) |
+| Filter | passed on; none when a conjunct holds a subquery (``IN``/``EXISTS`` become joins after sparkext runs, in Catalyst's RewriteSubquery batch) | ``e = literal`` makes ``e`` constant (not NULL); ``e IS NULL`` makes it constant NULL; ``a = b`` joins their groups; null-intolerant conjuncts make their columns not NULL (conjuncts with subqueries teach nothing) |
+| Project | passed on (in terms of the input's expressions); none when a column holds a subquery (a scalar subquery becomes a join) | ``e AS x`` puts ``x`` in ``e``'s group; a literal column is constant; monotonic functions of ordered expressions are ordered (below) |
 | SubqueryAlias, Sample, LocalLimit | passed on | passed on |
 | GlobalLimit | none (its single-partition exchange reads blocks in any order), as Spark's own | passed on |
 | Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
@@ -43,6 +43,11 @@ mode rules out overflow):
 | ``cast(x as wider)`` (integral to wider integral or decimal, decimal to wider decimal, date to timestamp) | increasing, strictly |
 | ``date_trunc(f, x)``, ``trunc(x, f)``, ``to_date(x)`` (cast timestamp to date), ``year(x)``, ``floor(x)``, ``ceil(x)`` (decimal) | increasing, not strictly |
 
+``to_date`` and ``date_trunc`` work on local date-time, which goes back where the
+session's time zone sets its clock back: they count as monotonic only where the JVM's
+zone rules say that never reverses them (:mod:`sparkext.timezones`; truncation below a
+minute never depends on the zone).
+
 A non-strict key cannot be followed by keys that rely on it: ``date_trunc('hour', ts)``
 is ordered where ``ts`` is, but ties in the hour do not make ``ts`` tie. Null ordering
 matters (Spark's ASC is NULLS FIRST, DESC is NULLS LAST; a decreasing function keeps NULLs
@@ -51,8 +56,10 @@ where they were) unless the column is known not to be NULL.
 
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass, field
 
+from sparkext import timezones
 from sparkext.expressions import (
     Add,
     Alias,
@@ -98,7 +105,7 @@ from sparkext.plan import (
     SubqueryAlias,
     Window,
 )
-from sparkext.predicates import split_conjuncts
+from sparkext.predicates import contains_subquery, split_conjuncts
 
 __all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties"]
 
@@ -353,9 +360,9 @@ def monotonic(e: Expression):
             return a, True, True
         case Subtract(left=c, right=a) if lit_value(c) is not None and ok(a) and ansi(e):
             return a, False, True
-        case Multiply(left=a, right=c) | Multiply(left=c, right=a) if (
-                isinstance(lit_value(c), (int, float)) or _is_decimal(lit_value(c))) \
-                and lit_value(c) != 0 and ok(a) and ansi(e) and not isinstance(a, Literal):
+        case Multiply(left=a, right=c) if _nonzero_number(lit_value(c)) and ok(a) and ansi(e):
+            return a, lit_value(c) > 0, True
+        case Multiply(left=c, right=a) if _nonzero_number(lit_value(c)) and ok(a) and ansi(e):
             return a, lit_value(c) > 0, True
         case UnaryMinus(child=a, fail_on_error=True) if ok(a):
             return a, False, True
@@ -363,9 +370,10 @@ def monotonic(e: Expression):
             return a, True, True
         case DateSub(start_date=a, days=c) if lit_value(c) is not None:
             return a, True, True
-        case Cast(child=a, to=to) if _type_of(a) is not None:
-            return _cast_monotonic(a, _type_of(a), to)
-        case TruncTimestamp(format=f, timestamp=a) if isinstance(f, Literal):
+        case Cast(child=a, to=to, time_zone_id=zone) if _type_of(a) is not None:
+            return _cast_monotonic(a, _type_of(a), to, zone)
+        case TruncTimestamp(format=f, timestamp=a, time_zone_id=zone) if _truncation_keeps_order(
+                f, zone):
             return a, True, False
         case TruncDate(date=a, format=f) if isinstance(f, Literal):
             return a, True, False
@@ -378,16 +386,35 @@ def monotonic(e: Expression):
             return None
 
 
-def _is_decimal(v) -> bool:
-    import decimal
-    return isinstance(v, decimal.Decimal)
+def _nonzero_number(v) -> bool:
+    # (A guard that fails does not try the other alternative of an or-pattern: the two
+    # operand orders of Multiply are two cases for that reason.)
+    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) and v != 0
 
 
 _WIDTH = {"byte": 1, "short": 2, "integer": 3, "long": 4}
 _DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 19}
 
 
-def _cast_monotonic(a: Expression, src, dst):
+#: date_trunc's units -> the truncation the time zone must not reverse (None: plain
+#: arithmetic on the instant, no zone involved; see sparkext.timezones).
+_TRUNC_UNITS = {
+    "MICROSECOND": None, "MILLISECOND": None, "SECOND": None,
+    "MINUTE": "MINUTES", "HOUR": "HOURS", "DAY": "DAYS", "DD": "DAYS",
+    **dict.fromkeys(("WEEK", "MON", "MONTH", "MM", "QUARTER", "YEAR", "YYYY", "YY"), "date"),
+}
+
+
+def _truncation_keeps_order(fmt: Expression, zone: str | None) -> bool:
+    if not isinstance(fmt, Literal) or not isinstance(fmt.value, str):
+        return False
+    unit = fmt.value.upper()
+    if unit not in _TRUNC_UNITS:
+        return False
+    return _TRUNC_UNITS[unit] is None or timezones.keeps_order(zone, _TRUNC_UNITS[unit])
+
+
+def _cast_monotonic(a: Expression, src, dst, zone: str | None):
     s, d = src.name, dst.name
     if s in _INTEGRAL and d in _INTEGRAL and _WIDTH[d] >= _WIDTH[s]:
         return a, True, True
@@ -401,7 +428,8 @@ def _cast_monotonic(a: Expression, src, dst):
             return a, True, True
     if s == "date" and d in ("timestamp", "timestamp_ntz"):
         return a, True, True
-    if s in ("timestamp", "timestamp_ntz") and d == "date":
+    if (s == "timestamp_ntz" or s == "timestamp" and timezones.keeps_order(zone, "date")) \
+            and d == "date":
         return a, True, False
     return None
 
@@ -437,12 +465,17 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
         case Filter(condition=cond, child=child):
             p = properties(child).copy()
             for c in split_conjuncts(cond):
-                _learn(p, c)
+                if not contains_subquery(c):
+                    _learn(p, c)
+            if contains_subquery(cond):
+                p.orderings = []  # Catalyst turns it into a join after sparkext has run
             return p
         case Project(project_list=exprs, child=child):
             p = properties(child).copy()
+            if any(contains_subquery(e) for e in exprs):
+                p.orderings = []  # a scalar subquery becomes a join after sparkext has run
             for e in exprs:
-                if isinstance(e, Alias):
+                if isinstance(e, Alias) and not contains_subquery(e):
                     attr = e.to_attribute()
                     if isinstance(e.child, Literal):
                         p.add_constant(attr, e.child.value is None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sparkext import timezones
 from sparkext import types as T
 from sparkext.expressions import (
     Add,
@@ -96,7 +97,14 @@ def P(*keys):
     return (keys, False)
 
 
-HOUR = TruncTimestamp(lit("HOUR"), ts)
+HOUR = TruncTimestamp(lit("HOUR"), ts, "UTC")
+# A zone whose local date and day truncation go back somewhere in its history, as the JVM
+# would describe America/Sitka (sparkext.timezones).
+timezones.learn("Test/Backwards", ["date", "DAYS"])
+
+
+def trunc(unit, zone="Test/Backwards"):
+    return TruncTimestamp(lit(unit), ts, zone)
 
 CASES = [
     # (title, properties, requirement, require_global, satisfied)
@@ -130,7 +138,14 @@ CASES = [
      [key(UnaryMinus(i, True, _type=T.INT), True, True)], True, True),
     ("times a negative literal, descending, NULLs first", props([G(i)]),
      [key(Multiply(i, lit(-2), ANSI, _type=T.INT), True, True)], True, True),
-    ("to_date of an ordered timestamp", props([G(ts)]), [key(Cast(ts, T.DATE))], True, True),
+    ("a positive literal times the column (literal first)", props([G(i)]),
+     [key(Multiply(lit(2), i, ANSI, _type=T.INT))], True, True),
+    ("to_date of an ordered timestamp", props([G(ts)]), [key(Cast(ts, T.DATE, "UTC"))],
+     True, True),
+    ("date_trunc to the hour where only days go back", props([G(ts)]), [key(trunc("HOUR"))],
+     True, True),
+    ("date_trunc to the second in a zone nobody described", props([G(ts)]),
+     [key(trunc("second", "Mars/Olympus"))], True, True),
     ("year of an ordered date", props([G(d)]), [key(Year(d))], True, True),
     ("within partitions, from a partition ordering", props([P(a)]), [key(a)], False, True),
     ("within partitions, from a global ordering", props([G(a)]), [key(a)], False, True),
@@ -140,6 +155,16 @@ CASES = [
      [key(b), key(a)], True, True),
     # Not satisfied
     ("another column", props([G(b)]), [key(a)], True, False),
+    ("to_date where the local date goes back", props([G(ts)]),
+     [key(Cast(ts, T.DATE, "Test/Backwards"))], True, False),
+    ("to_date in a zone nobody described", props([G(ts)]),
+     [key(Cast(ts, T.DATE, "Mars/Olympus"))], True, False),
+    ("date_trunc to the day where days go back", props([G(ts)]), [key(trunc("DD"))],
+     True, False),
+    ("date_trunc to the month where the local date goes back", props([G(ts)]),
+     [key(trunc("month"))], True, False),
+    ("date_trunc to a unit Spark does not know", props([G(ts)]),
+     [key(trunc("fortnight", "UTC"))], True, False),
     ("a key that is not leading", props([G(a, b)]), [key(b)], True, False),
     ("the opposite direction", props([G(a)]), [key(a, True)], True, False),
     ("NULLS LAST of a nullable column", props([G(a)]), [key(a, nulls_first=False)], True, False),
@@ -230,7 +255,7 @@ def test_is_null_makes_a_column_constant_null():
 
 
 def test_a_projection_names_expressions_and_derives_monotonic_ones():
-    hour = Alias(TruncTimestamp(lit("HOUR"), ts), "hour", 40)
+    hour = Alias(HOUR, "hour", 40)
     plan = Project((hour, ts), REL)
     assert properties(plan).ordering_satisfy([asc(hour.to_attribute()), asc(ts)])
     assert not properties(plan).ordering_satisfy([asc(hour.to_attribute()), asc(i)])

@@ -12,6 +12,8 @@ printed.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -131,6 +133,11 @@ REDUNDANT = {
         lambda s: s["events"].repartitionByRange(3, "ts").sortWithinPartitions("ts")
         .orderBy("ts"), ["ts"]),
     "a literal sort key": (lambda s: s["events"].orderBy(F.lit("constant")), None),
+    "a sort under a DISTINCT": (
+        lambda s: s["events"].orderBy("eid").select("host").distinct(), None),
+    "a sort under an average of integers": (
+        lambda s: s["events"].orderBy("amount").groupBy("host").agg(F.avg("eid").alias("a")),
+        None),
 }
 
 NECESSARY = {
@@ -168,9 +175,21 @@ NECESSARY = {
     "order lost across a window": (
         lambda s: s["by_ts"].withColumn("n", F.count("*").over(Window.partitionBy("host")))
         .orderBy("ts"), ["ts"]),
+    "a sort under a limit with a random column between (top-k)": (
+        lambda s: s["by_ts"].orderBy("ts").select("ts", F.rand(1).alias("r")).limit(5), ["ts"]),
+    "order lost across an IN subquery (it becomes a join)": (
+        lambda s: in_subquery_over_sorted(s), ["ts"]),
+    "a global sort under a later local sort keeps its partitioning": (
+        lambda s: s["events"].orderBy("kind").sortWithinPartitions("ts"), None),
     "floating point arithmetic on the key": (
         lambda s: s["people_by_id"].orderBy(F.col("id") + F.lit(0.5), "name"), ["id"]),
 }
+
+
+def in_subquery_over_sorted(s):
+    s["by_ts"].createOrReplaceTempView("events_by_ts")
+    return s["spark"].sql("SELECT eid, ts FROM events_by_ts "
+                          "WHERE person_id IN (SELECT id FROM people WHERE age > 20) ORDER BY ts")
 
 
 def count_sorts(plan) -> int:
@@ -246,3 +265,34 @@ def check_rows(m, keys):
         assert_same_rows(expected, m[mode][1])
         if keys:
             assert key_sequence(m[mode][1], keys) == key_sequence(expected, keys)
+
+
+# -- time zones -----------------------------------------------------------------------------
+
+# Arizona set its clock back from 00:01 (war time) to 23:01 the day before on 1944-10-01,
+# at 06:01 UTC: there, a later instant can fall on an earlier local date.
+AROUND_PHOENIX_1944 = [datetime(1944, 10, 1, h, m, tzinfo=timezone.utc).timestamp()
+                       for h, m in ((5, 0), (6, 0), (6, 30), (8, 0))]
+
+
+@pytest.mark.parametrize("zone,sort_stays", [("America/Phoenix", True), ("UTC", False),
+                                             ("America/Los_Angeles", False)])
+def test_to_date_keeps_order_only_where_local_dates_never_go_back(spark, tables, zone,
+                                                                   sort_stays):
+    with conf(spark, {"spark.sparkext.enabled": "false"}):
+        by_ts = (spark.createDataFrame([(i, t) for i, t in enumerate(AROUND_PHOENIX_1944)],
+                                       "id int, s double")
+                 .select("id", F.timestamp_seconds("s").alias("ts")).orderBy("ts").cache())
+        by_ts.count()
+    try:
+        sorts, ids = {}, {}
+        for mode in ("N", "S"):
+            with conf(spark, {**MODES[mode], "spark.sql.session.timeZone": zone}):
+                df = by_ts.orderBy(F.to_date("ts"), "ts")
+                sorts[mode] = count_sorts(df._jdf.queryExecution().optimizedPlan())
+                ids[mode] = [r.id for r in df.collect()]
+    finally:
+        by_ts.unpersist()
+    assert sorts["N"] == 1 and sorts["S"] == (1 if sort_stays else 0), sorts
+    assert ids["S"] == ids["N"]
+    assert (ids["N"] != sorted(ids["N"])) == (zone == "America/Phoenix")

@@ -12,9 +12,11 @@ A Sort goes when (:mod:`sparkext.ordering` decides the first two):
 | a global sort whose input is already in that order across partitions | the rows come out in that order without it |
 | a local sort whose input is already in that order within each partition | likewise, per partition |
 | it sits under a later sort with only order-preserving nodes between (deterministic Project and Filter; any repartitioning for a global outer sort) | the later sort decides the order |
-| it sits under a join with a deterministic condition, or under an aggregate whose functions ignore order (min, max, count, integral sum, bit aggregates, HyperLogLog) | neither passes an order on |
+| it sits under a join with a deterministic condition, or under an aggregate whose functions ignore order (min, max, count, bit aggregates, HyperLogLog; sum, avg and the moments unless over floating point; none at all, as in a DISTINCT) | neither passes an order on |
+| a global sort under a later local sort | becomes a repartition by ranges of its keys: the local sort decides the order, the partitioning stays |
 
-A Sort directly under a Limit (through deterministic Projects and Filters) always stays:
+A Sort directly under a Limit (through Projects, deterministic or not, and deterministic
+Filters) always stays:
 the pair is a top-k; without the sort a limit outside the root reads its single
 partition's blocks in any order. This covers everything Catalyst's own ``EliminateSorts``
 does, so Catalyst's can be switched off with nothing lost.
@@ -42,6 +44,11 @@ __all__ = ["eliminate_sorts"]
 
 _ORDER_INSENSITIVE = {"Min", "Max", "Count", "BitAndAgg", "BitOrAgg", "BitXorAgg",
                       "HyperLogLogPlusPlus"}
+# Exact unless they add floating-point values (addition of doubles is not associative);
+# the aggregate's own shuffle already leaves the order of additions to chance.
+_ORDER_INSENSITIVE_UNLESS_FLOATING = {"Sum", "Average", "StddevSamp", "StddevPop",
+                                      "VarianceSamp", "VariancePop", "Skewness", "Kurtosis"}
+_FLOATING = ("float", "double")
 
 
 def eliminate_sorts(plan: LogicalPlan) -> LogicalPlan:
@@ -61,7 +68,11 @@ def _down(node: LogicalPlan, under_limit: bool) -> LogicalPlan:
             return node if new_child is child else node.copy(child=new_child)
         case GlobalLimit(child=child) | LocalLimit(child=child):
             return _with_child(node, _down(child, True))
-        case (Project() | Filter()) if under_limit and node.deterministic:
+        case Project() if under_limit:
+            # Spark plans Limit(Project(Sort)) as one top-k whatever the projection
+            # computes (rand() included): the sort under it is part of the top-k.
+            return _with_child(node, _down(node.children[0], True))
+        case Filter() if under_limit and node.deterministic:
             return _with_child(node, _down(node.children[0], True))
         case Join(left=left, right=right, condition=cond) if cond is None or cond.deterministic:
             new_left = _down(_remove_overridden(left, True), False)
@@ -84,6 +95,10 @@ def _remove_overridden(plan: LogicalPlan, can_remove_global: bool) -> LogicalPla
     match plan:
         case Sort(is_global=is_global, child=child) if can_remove_global or not is_global:
             return _remove_overridden(child, can_remove_global)
+        case Sort(order=order, child=child):
+            # A global sort under a local one: its order is overridden, its partitioning
+            # (ranges of its keys) is not. Keep the partitioning alone, as Catalyst does.
+            return RepartitionByExpression(order, _remove_overridden(child, True), None)
         case (Project() | Filter()) if plan.deterministic:
             return _with_child(plan, _remove_overridden(plan.children[0], can_remove_global))
         case (RepartitionByExpression() | RebalancePartitions() | Repartition()) if \
@@ -95,16 +110,15 @@ def _remove_overridden(plan: LogicalPlan, can_remove_global: bool) -> LogicalPla
 
 
 def _order_insensitive(aggs) -> bool:
-    found = False
-    for e in aggs:
-        for x in e.walk():
-            if isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression":
-                found = True
-                fn = x.children_[0]
-                name = fn.cls if isinstance(fn, OpaqueExpression) else type(fn).__name__
-                if name == "Sum":
-                    if not fn.data_type.is_integral:
-                        return False
-                elif name not in _ORDER_INSENSITIVE:
-                    return False
-    return found
+    """Whether no aggregate in ``aggs`` can see the order of its input rows (Catalyst's
+    ``isOrderIrrelevantAggs``); grouping columns alone (a DISTINCT) see none."""
+    def ignores_order(x) -> bool:
+        if isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression":
+            fn = x.children_[0]
+            name = fn.cls if isinstance(fn, OpaqueExpression) else type(fn).__name__
+            if name in _ORDER_INSENSITIVE:
+                return True
+            return name in _ORDER_INSENSITIVE_UNLESS_FLOATING and not any(
+                c.data_type.name in _FLOATING for c in fn.children)
+        return all(ignores_order(c) for c in x.children)
+    return all(e.deterministic and ignores_order(e) for e in aggs)
