@@ -20,7 +20,8 @@ import pytest
 import sparkext
 from sparkext import Batch, Once, _tree
 from sparkext.codec import Decoded, encode_request
-from sparkext.plan import ExistenceJoin, Join, LogicalPlan
+from sparkext.expressions import Literal
+from sparkext.plan import ExistenceJoin, Join, LogicalPlan, Opaque, Relation
 from sparkext.testing.rules import copy_nodes, rebuild_everything
 from tests.conftest import apply_rules, conf, dataframe_of, request_document, rules_enabled
 from tests.corpus.pipelines import PIPELINES
@@ -71,10 +72,13 @@ def test_rebuilding_every_node_gives_a_valid_plan_and_the_same_rows(spark, frame
         assert m["rejected"] == 0 and m["python_errors"] == 0, m
 
         analyzed = df._jdf.queryExecution().analyzed()
+        root = Decoded(request_document(spark, analyzed)).plan
         sparkext.reset_metrics(spark)
         rebuilt = apply_rules(spark, analyzed)
         m = sparkext.metrics(spark)
         assert m["calls"] == 1 and m["rejected"] == 0 and m["python_errors"] == 0, m
+        # A mirrored root is rebuilt from scratch, so the JVM must have taken a new plan.
+        assert m["accepted"] == 1 or isinstance(root, (Relation, Opaque)), (m, type(root))
         assert_same_rows(expected, collect(dataframe_of(spark, rebuilt)))
 
 
@@ -86,9 +90,37 @@ def test_decoding_and_encoding_again_gives_the_same_document(spark, frame, name)
         assert json.dumps(again, sort_keys=True) == json.dumps(doc, sort_keys=True), kind
 
 
-def test_the_corpus_covers_every_mirrored_node_and_join_type(spark, frame):
+#: Every Spark SQL data type, as :func:`type_kind` names them.
+DATA_TYPES = {
+    "byte", "short", "integer", "long", "float", "double", "decimal", "string", "binary",
+    "boolean", "date", "timestamp", "timestamp_ntz", "time", "day-time interval",
+    "year-month interval", "calendar interval", "variant", "collated string", "char",
+    "varchar", "array", "map", "struct", "void",
+}
+
+
+def type_kind(t, metadata=None) -> str:
+    name = t.name
+    if metadata and "__CHAR_VARCHAR_TYPE_STRING" in metadata:
+        return json.loads(metadata)["__CHAR_VARCHAR_TYPE_STRING"].split("(")[0]
+    if name.startswith("decimal"):
+        return "decimal"
+    if name.startswith("time("):
+        return "time"
+    if name.startswith("interval "):
+        return "year-month interval" if "year" in name or "month" in name \
+            else "day-time interval"
+    if name == "interval":
+        return "calendar interval"
+    if name.startswith("string collate"):
+        return "collated string"
+    return {"null": "void"}.get(name, name)
+
+
+def test_the_corpus_covers_every_mirrored_node_join_type_and_data_type(spark, frame):
     seen_nodes: set[str] = set()
     join_types: set[str] = set()
+    data_types: set[str] = set()
     for name in CASES:
         for jplan in plans(frame(name)).values():
             plan = Decoded(request_document(spark, jplan)).plan
@@ -97,7 +129,12 @@ def test_the_corpus_covers_every_mirrored_node_and_join_type(spark, frame):
                 if isinstance(node, Join):
                     jt = node.join_type
                     join_types.add("ExistenceJoin" if isinstance(jt, ExistenceJoin) else str(jt))
+                data_types.update(type_kind(a.data_type, a.metadata) for a in node.output)
+                for e in node.expressions:  # NULL literals carry the void type
+                    data_types.update(type_kind(x.data_type) for x in e.walk()
+                                      if isinstance(x, Literal))
     mirrored = {c.__name__ for c in _tree.MIRRORED.values() if issubclass(c, LogicalPlan)}
     assert mirrored - seen_nodes == set()
     assert {"Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti",
-            "ExistenceJoin"} <= join_types
+            "LeftSingle", "ExistenceJoin"} <= join_types
+    assert DATA_TYPES - data_types == set()

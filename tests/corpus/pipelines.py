@@ -1398,3 +1398,38 @@ def pandas_scalar_udf_filtered_on_its_result(s):
 
     return (events(s).select("eid", "host", twice("eid").alias("e2"))
             .where((F.col("e2") > 20) & (F.col("host") != "h1")))
+
+
+# -- types Python cannot hold as values ---------------------------------------------------
+
+
+@pipeline
+def time_variant_and_collated_columns(s):
+    """TIME, VARIANT and a UTF8_LCASE string: filtered, compared and projected."""
+    return (s.table("more_types")
+            .where("t IS NULL OR t > TIME'00:00:00'")
+            .select("id", "t", F.to_json("v").alias("vj"),
+                    F.expr("variant_get(v, '$.a', 'int')").alias("a"),
+                    "c", F.expr("c = 'ABC'").alias("same_ignoring_case")))
+
+
+@pipeline
+def char_and_varchar_columns(s):
+    """CHAR (padded on read) and VARCHAR columns of a table, filtered on both."""
+    return s.table("chars").where("c = 'ab' OR v LIKE 'x%'").select("id", "c", "v")
+
+
+@pipeline
+def calendar_interval_arithmetic(s):
+    """A CalendarInterval (make_interval) added to a timestamp, then filtered on."""
+    later = F.col("ts") + F.expr("make_interval(0, 1, 0, 2)")
+    return events(s).select("eid", later.alias("later")).where(
+        F.col("later") > F.lit(dt.datetime(2024, 2, 3, tzinfo=dt.timezone.utc)))
+
+
+@pipeline
+def correlated_scalar_subquery_without_aggregate(s):
+    """A correlated scalar subquery Spark cannot prove returns one row: a LeftSingle join."""
+    return s.sql("SELECT p.id, (SELECT d.dept_name FROM depts d "
+                 "WHERE d.dept_id = p.dept_id AND d.dept_name <> 'ops2') AS dn "
+                 "FROM people p WHERE p.id > 1")

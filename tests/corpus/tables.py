@@ -139,5 +139,17 @@ def register(spark) -> dict:
     }
     for name, df in tables.items():
         df.createOrReplaceTempView(name)
+    # Types Python cannot build values of: TIME, VARIANT, a collated string.
+    tables["more_types"] = spark.sql(
+        "SELECT * FROM VALUES "
+        "(1, TIME'12:34:56', parse_json('{\"a\": 1, \"b\": [1, 2]}'), collate('Abc', 'UTF8_LCASE')), "
+        "(2, NULL, NULL, NULL), "
+        "(3, TIME'00:00:01', parse_json('null'), collate('abc', 'UTF8_LCASE')) AS t(id, t, v, c)")
+    tables["more_types"].createOrReplaceTempView("more_types")
+    # CHAR and VARCHAR exist only as column types of a table.
+    spark.sql("DROP TABLE IF EXISTS chars")
+    spark.sql("CREATE TABLE chars (id INT, c CHAR(5), v VARCHAR(10)) USING parquet")
+    spark.sql("INSERT INTO chars VALUES (1, 'ab', 'xyz'), (2, NULL, NULL), (3, 'abcde', 'x')")
+    tables["chars"] = spark.table("chars")
     return tables
 
