@@ -272,7 +272,9 @@ class Decoded:
         return self._keep(obj, h)
 
     def _args(self, cls, p: list) -> list:
-        return [self.arg(kind, v) for (_, kind), v in zip(cls._args, p)]
+        expr = self.expr
+        return [expr(v) if kind == "e" else self.arg(kind, v)
+                for (_, kind), v in zip(cls._args, p)]
 
     def arg(self, kind: str, v):
         if kind == "e":
@@ -308,7 +310,7 @@ class Decoded:
     # -- expressions -----------------------------------------------------------------------
 
     def exprs(self, js: list) -> tuple:
-        return tuple(self.expr(x) for x in js)
+        return tuple([self.expr(x) for x in js])  # (a list first: faster than a generator)
 
     def expr(self, j: dict) -> Expression:
         a = j.get("a")
@@ -316,12 +318,12 @@ class Decoded:
             return self.attrs[a]
         k = j["k"]
         t = j.get("t")
-        meta = {"_type": None if t is None else self.types[t], "_nullable": j.get("n"),
-                "_null_intolerant": j.get("ni")}
         if k == "Literal":
             dt = self.types[t]
-            obj = Literal(value_in(j["v"], _type_value(dt)), dt)
-        elif k == "Alias":
+            return self._keep(Literal(value_in(j["v"], _type_value(dt)), dt), j["h"])
+        meta = {"_type": None if t is None else self.types[t], "_nullable": j.get("n"),
+                "_null_intolerant": j.get("ni")}
+        if k == "Alias":
             p = j["p"]
             obj = Alias(self.expr(p[0]), p[1], p[2], tuple(p[3]), p[4], tuple(p[5]), **meta)
         elif k == "InSet":
