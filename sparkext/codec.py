@@ -135,7 +135,12 @@ def _checked_decimal(v, t: str) -> str:
     if not d.is_finite() or m is None:
         raise _bad_value(v, t)
     precision, scale = int(m.group(1)), int(m.group(2))
-    sign, digits, exp = d.normalize().as_tuple() if d else (0, (0,), 0)
+    # Trailing zeros stripped by hand: Decimal.normalize() would round to 28 digits.
+    _, digits, exp = d.as_tuple()
+    while len(digits) > 1 and digits[-1] == 0:
+        digits, exp = digits[:-1], exp + 1
+    if digits == (0,):
+        exp = 0
     if -exp > scale or len(digits) + exp > precision - scale:
         raise WireError(f"the literal value {v!r} does not fit {t} (a digit would be lost)")
     return format(d, "f")

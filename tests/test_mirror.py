@@ -200,6 +200,7 @@ UNFIT = [
     ("decimal(5,2)", decimal.Decimal("0.125")), ("decimal(5,2)", decimal.Decimal("1234.5")),
     ("decimal(5,2)", decimal.Decimal("NaN")), ("double", "1"), ("string", 5),
     ("date", 2**31), ("interval year to month", 2**31),
+    ("decimal(29,1)", decimal.Decimal("99999999999999999999999999999.9")),
 ]
 
 
@@ -215,6 +216,9 @@ def test_decimal_values_that_fit_keep_every_digit():
     assert value_out(decimal.Decimal("123.45"), "decimal(5,2)") == "123.45"
     assert value_out(decimal.Decimal("1.20"), "decimal(3,1)") == "1.20"
     assert value_out(-100, "decimal(3,0)") == "-100"
+    # More digits than Python's default decimal context holds (28): nothing rounded.
+    wide = "9999999999999999999999999999.9"
+    assert value_out(decimal.Decimal(wide), "decimal(29,1)") == wide
 
 
 def test_nan_travels_as_text():

@@ -140,8 +140,16 @@ REDUNDANT = {
         None),
 }
 
+def plus_one(col):
+    # A Python UDF (made when called: creating one needs a running session).
+    return F.udf(lambda x: None if x is None else x + 1, "long")(col)
+
+
 NECESSARY = {
     "the other direction": (lambda s: s["by_ts"].orderBy(F.desc("ts")), ["ts"]),
+    "a sort under an aggregate list with a user's function (Catalyst keeps it too)": (
+        lambda s: s["events"].orderBy("eid").groupBy("host")
+        .agg(plus_one(F.max("eid")).alias("m")), []),
     "NULLS LAST on a nullable column": (
         lambda s: s["by_ts"].orderBy(F.asc_nulls_last("ts")), ["ts"]),
     "another column": (lambda s: s["by_ts"].orderBy("host", "eid"), ["host", "eid"]),

@@ -49,6 +49,10 @@ _ORDER_INSENSITIVE = {"Min", "Max", "Count", "BitAndAgg", "BitOrAgg", "BitXorAgg
 _ORDER_INSENSITIVE_UNLESS_FLOATING = {"Sum", "Average", "StddevSamp", "StddevPop",
                                       "VarianceSamp", "VariancePop", "Skewness", "Kurtosis"}
 _FLOATING = ("float", "double")
+# Catalyst's UserDefinedExpression classes (Scala, Python and Hive functions).
+_USER_DEFINED = {"ScalaUDF", "ScalaUDAF", "ScalaAggregator", "PythonUDF", "PythonUDAF",
+                 "PythonUDTF", "HiveSimpleUDF", "HiveGenericUDF", "HiveGenericUDTF",
+                 "HiveUDAFFunction"}
 
 
 def eliminate_sorts(plan: LogicalPlan) -> LogicalPlan:
@@ -113,6 +117,8 @@ def _order_insensitive(aggs) -> bool:
     """Whether no aggregate in ``aggs`` can see the order of its input rows (Catalyst's
     ``isOrderIrrelevantAggs``); grouping columns alone (a DISTINCT) see none."""
     def ignores_order(x) -> bool:
+        if isinstance(x, OpaqueExpression) and x.cls in _USER_DEFINED:
+            return False  # as Catalyst: a user's function may keep state across rows
         if isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression":
             fn = x.children_[0]
             name = fn.cls if isinstance(fn, OpaqueExpression) else type(fn).__name__
