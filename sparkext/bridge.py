@@ -15,7 +15,7 @@ limit is per interpreter, so every other thread has it too meanwhile: it is kept
 thread with the usual 8 MiB stack still gets a RecursionError rather than a crash
 (measured on 3.11: such threads crash between 10 000 and 20 000 frames of recursion
 through C calls). 10 000 frames are enough for about 1 000 levels, deeper than Spark
-itself can plan: its analyzer overflows the JVM stack first (300 ``withColumn`` steps).
+itself can plan: its analyzer overflows the JVM stack first (290 ``withColumn`` steps).
 """
 
 from __future__ import annotations

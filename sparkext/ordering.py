@@ -432,8 +432,8 @@ def _cast_monotonic(a: Expression, src, dst, zone: str | None):
         # Not strictly: where a zone skipped a whole day (Pacific/Apia, 2011-12-30), two
         # dates start at the same instant.
         return a, True, False
-    if (s == "timestamp_ntz" or s == "timestamp" and timezones.keeps_order(zone, "date")) \
-            and d == "date":
+    if d == "date" and (s == "timestamp_ntz"
+                        or (s == "timestamp" and timezones.keeps_order(zone, "date"))):
         return a, True, False
     return None
 
@@ -469,17 +469,18 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
         case Filter(condition=cond, child=child):
             p = properties(child).copy()
             for c in split_conjuncts(cond):
-                if not contains_subquery(c):
+                if contains_subquery(c):
+                    p.orderings = []  # Catalyst turns it into a join after sparkext has run
+                else:
                     _learn(p, c)
-            if contains_subquery(cond):
-                p.orderings = []  # Catalyst turns it into a join after sparkext has run
             return p
         case Project(project_list=exprs, child=child):
             p = properties(child).copy()
-            if any(contains_subquery(e) for e in exprs):
+            with_subquery = [contains_subquery(e) for e in exprs]
+            if any(with_subquery):
                 p.orderings = []  # a scalar subquery becomes a join after sparkext has run
-            for e in exprs:
-                if isinstance(e, Alias) and not contains_subquery(e):
+            for e, subquery in zip(exprs, with_subquery):
+                if isinstance(e, Alias) and not subquery:
                     attr = e.to_attribute()
                     if isinstance(e.child, Literal):
                         p.add_constant(attr, e.child.value is None)

@@ -87,7 +87,7 @@ def _launch_defaults() -> dict[str, str]:
     return {k: out[k] for k in _APPENDED if k in out}
 
 
-def _defaults_file() -> str | None:
+def _defaults_file() -> str:
     conf_dir = os.environ.get("SPARK_CONF_DIR")
     if not conf_dir:
         from pyspark.find_spark_home import _find_spark_home

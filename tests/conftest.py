@@ -100,6 +100,22 @@ def report(request, lines) -> None:
             reporter.write_line(line)
 
 
+def jvm_seq(seq):
+    """The items of a JVM (Scala) collection, through py4j."""
+    it = seq.iterator()
+    while it.hasNext():
+        yield it.next()
+
+
+def jvm_nodes(plan):
+    """Every node of a JVM plan, depth first (subqueries not included)."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(jvm_seq(node.children()))
+
+
 def registry(spark):
     return spark._jvm.io.sparkext.Sparkext
 

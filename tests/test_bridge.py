@@ -30,7 +30,7 @@ from sparkext.expressions import (
 from sparkext.plan import Filter, Project, Window
 from sparkext.testing.rules import rebuild_everything
 from sparkext.types import INT, STRING
-from tests.conftest import apply_rules, conf, rules_enabled
+from tests.conftest import apply_rules, conf, jvm_nodes, jvm_seq, rules_enabled
 from tests.rows import assert_same_rows, collect
 
 NOT_STRICT = {"spark.sparkext.strict": "false"}
@@ -116,34 +116,20 @@ def test_a_new_column_gets_a_fresh_id_from_the_jvm_and_the_session_time_zone(spa
         assert sparkext.metrics(spark)["accepted"] >= 1
         # What the bridge itself returns (Catalyst's later batches fold the new column away).
         rebuilt = apply_rules(spark, df._jdf.queryExecution().analyzed())
-    aliases = [e for node in _nodes(rebuilt) for e in _named(node) if e.name() == "ts_text"]
+    aliases = [e for node in jvm_nodes(rebuilt) for e in _named(node) if e.name() == "ts_text"]
     assert len(aliases) == 1, rebuilt.toString()
     new_id = aliases[0].exprId().id()
-    taken = {a.exprId().id() for node in _nodes(rebuilt) for a in _iter(node.output())
+    taken = {a.exprId().id() for node in jvm_nodes(rebuilt) for a in jvm_seq(node.output())
              if a.name() != "ts_text"}
     assert new_id not in taken, (new_id, taken)
     cast = aliases[0].child()
     assert cast.timeZoneId().get() == spark.conf.get("spark.sql.session.timeZone")
 
 
-def _iter(seq):
-    it = seq.iterator()
-    while it.hasNext():
-        yield it.next()
-
-
-def _nodes(plan):
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(_iter(node.children()))
-
-
 def _named(node):
     if node.getClass().getSimpleName() != "Project":
         return []
-    return [e for e in _iter(node.projectList()) if e.getClass().getSimpleName() == "Alias"]
+    return [e for e in jvm_seq(node.projectList()) if e.getClass().getSimpleName() == "Alias"]
 
 
 # -- faults: the query runs on, one warning, one counter ------------------------------------

@@ -19,7 +19,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 import sparkext
-from tests.conftest import conf, report
+from tests.conftest import conf, jvm_nodes, report
 from tests.rows import assert_same_rows, collect
 
 ELIMINATE_SORTS_OFF = {
@@ -201,15 +201,7 @@ def in_subquery_over_sorted(s):
 
 
 def count_sorts(plan) -> int:
-    count, stack = 0, [plan]
-    while stack:
-        node = stack.pop()
-        if node.getClass().getSimpleName() == "Sort":
-            count += 1
-        it = node.children().iterator()
-        while it.hasNext():
-            stack.append(it.next())
-    return count
+    return sum(node.getClass().getSimpleName() == "Sort" for node in jvm_nodes(plan))
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,10 @@ import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
 object PlanCodec {
   val Version = 1
   /**
-   * Plans nest deeply (a generated `a = 1 OR a = 2 OR ...` of 500 terms is 500 levels, and
-   * every level is two JSON levels): Jackson's default depth limit of 1000 would turn such
-   * a query into an encode error. Catalyst's own recursion is the real limit.
+   * Plans nest deeply (a `withColumn` loop of 250 steps is one expression 750 levels deep
+   * once Catalyst collapses the projections, and every level is two JSON levels):
+   * Jackson's default depth limit of 1000 would turn such a query into an encode error.
+   * Catalyst's own recursion is the real limit.
    */
   val MaxNesting = 100000
   private[sparkext] val factory: JsonFactory = {
