@@ -5,14 +5,17 @@ every round), at least 20 rounds each:
 
   off    sparkext's rule is installed but ``spark.sparkext.enabled=false``
   on     one Python rule, ``identity`` (returns the plan unchanged): encode, one
-         callback, decode in Python, run the rule, answer "unchanged"
+         callback, run the rule, answer "unchanged". Decoding is lazy: a rule that reads
+         nothing has nothing decoded (not even the body of the request parsed)
+  read   one Python rule that reads every node and expression, then returns the plan:
+         the same, plus decoding the whole mirror
   copy   one Python rule that copies every node (the JVM rebuilds every node from
          Catalyst's constructors and validates the plan)
 
 Reported: the median optimization phase (Catalyst's QueryPlanningTracker, whole
-milliseconds) per mode, their ratio, and the median of one bridge call split into encode,
-Python (the callback round trip) and rebuild+validate, from the bridge's own nanosecond
-counters. Run: ``make bench`` or ``python benchmarks/bridge_overhead.py [--rounds N]``.
+milliseconds) per mode, their ratios, and the median of one bridge call split into
+encode, Python (the callback round trip, for ``on`` and ``read``) and rebuild+validate,
+from the bridge's own nanosecond counters. Run: ``make bench`` or ``python benchmarks/bridge_overhead.py [--rounds N]``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import sparkext  # noqa: E402
 from sparkext import Batch, Once  # noqa: E402
-from sparkext.testing.rules import copy_nodes  # noqa: E402
+from sparkext.testing.rules import copy_nodes, read_everything  # noqa: E402
 from sparkext.testing.session import local_session  # noqa: E402
 from tests.conftest import TPCH_TABLES, tpch_dir  # noqa: E402
 from tests.tpch import QUERY_NAMES, query  # noqa: E402
@@ -65,10 +68,11 @@ def main() -> None:
 
     # Each rule runs once per call: copy_nodes never reaches a fixed point (it always
     # returns new objects), and the point is one rebuild, not a hundred.
-    modes = {"off": None, "on": identity, "copy": copy_nodes}
+    modes = {"off": None, "on": identity, "read": read_everything, "copy": copy_nodes}
     handles = {}
     rows = []
-    per_call = {"encode_ms": [], "python_ms": [], "rebuild_ms": [], "validate_ms": []}
+    per_call = {"encode_ms": [], "python_ms": [], "python_read_ms": [], "rebuild_ms": [],
+                "validate_ms": []}
     payload = []
     for name in args.queries:
         sql = query(name)
@@ -91,27 +95,32 @@ def main() -> None:
                     for k in ("encode_ms", "python_ms"):
                         per_call[k].append(m[k] / m["calls"])
                     payload.append(m["payload_bytes"] / m["calls"])
+                if mode == "read" and m["calls"]:
+                    per_call["python_read_ms"].append(m["python_ms"] / m["calls"])
                 if mode == "copy" and m["calls"]:
                     per_call["rebuild_ms"].append(m["rebuild_ms"] / m["calls"])
                     per_call["validate_ms"].append(m["validate_ms"] / m["calls"])
         med = {k: statistics.median(v) for k, v in times.items()}
-        rows.append((name, med["off"], med["on"], med["copy"]))
-        print(f"{name}: off {med['off']:.0f} ms  on {med['on']:.0f} ms  "
-              f"copy {med['copy']:.0f} ms", flush=True)
+        rows.append((name, *(med[m] for m in modes)))
+        print(f"{name}: " + "  ".join(f"{m} {med[m]:.0f} ms" for m in modes), flush=True)
 
     spark.conf.set("spark.sparkext.enabled", "true")
-    total = {k: sum(r[i] for r in rows) for i, k in enumerate(("off", "on", "copy"), 1)}
-    print("\n| query | off (ms) | on: identity rule (ms) | on/off | copy every node (ms) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for name, off, on, copy in rows:
-        ratio = on / off if off else float("nan")
-        print(f"| {name} | {off:.0f} | {on:.0f} | {ratio:.2f} | {copy:.0f} |")
-    print(f"| **all 22** | {total['off']:.0f} | {total['on']:.0f} | "
-          f"{total['on'] / total['off']:.2f} | {total['copy']:.0f} |")
+    total = {m: sum(r[i] for r in rows) for i, m in enumerate(modes, 1)}
+
+    def ratio(a, b):
+        return a / b if b else float("nan")
+
+    print("\n| query | off (ms) | on: identity rule (ms) | on/off | read: every node read (ms) "
+          "| read/off | copy every node (ms) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, off, on, read, copy in rows + [(f"**all {len(rows)}**", *total.values())]:
+        print(f"| {name} | {off:.0f} | {on:.0f} | {ratio(on, off):.2f} | {read:.0f} | "
+              f"{ratio(read, off):.2f} | {copy:.0f} |")
     med = {k: statistics.median(v) for k, v in per_call.items() if v}
     print("\nmedian of one bridge call (ms): "
           + ", ".join(f"{k[:-3]} {v:.3f}" for k, v in med.items())
-          + f"; added per call (encode + python) {med['encode_ms'] + med['python_ms']:.3f}; "
+          + f"; added per call (encode + python) {med['encode_ms'] + med['python_ms']:.3f}, "
+          f"reading every node {med['encode_ms'] + med['python_read_ms']:.3f}; "
           f"payload {statistics.median(payload) / 1024:.1f} KiB")
     print(f"cores: {os.cpu_count()}, rounds: {args.rounds}, scale factor: {args.scale}, "
           f"timeoutMs: {args.timeout_ms}")

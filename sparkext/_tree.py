@@ -11,7 +11,8 @@ and the spec the JVM uses to build the class.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from typing import TypeVar
 
@@ -45,6 +46,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
         cls._spark_class = spark_class
         cls._wire = spark_class.rsplit(".", 1)[1]
         cls._args = args
+        cls._arg_names = tuple(n for n, _ in args)
         cls._special = special
         cls._pattern = pattern
         # Plans' children are plans; expressions' children are expressions.
@@ -67,6 +69,78 @@ def _cache_hash(cls) -> None:
         return self._cached("#hash", lambda: compute(self))
 
     cls.__hash__ = __hash__
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes decoded on first read
+
+
+#: key, in a lazily decoded node's ``_cache``, of ``(fill, raw)``: what decodes its fields
+_PENDING = "#pending"
+# Reentrant: filling a node can read a child's fields (InSet reads its child's type).
+_fill_lock = threading.RLock()
+#: mirror class -> its lazy twin
+_LAZY: dict[type, type] = {}
+
+
+def lazy_node(cls: type, fill: Callable[[type, object], Iterable], raw):
+    """A ``cls`` whose fields are decoded when first read: ``fill(cls, raw)`` yields
+    ``(field name, value)`` for every field.
+
+    The object starts as an instance of a field-less twin subclass of ``cls`` (same name,
+    same slots, so ``isinstance`` and ``match`` see a ``cls``). Its first field read fills
+    the slots and switches its class to ``cls`` itself: from then on it is an ordinary
+    mirror object, and attribute reads cost what they always do (a ``__getattr__`` on the
+    mirror classes themselves would make every read of every node about twice as slow).
+    The codec uses it so that a rule pays only for the parts of a plan it looks at.
+    """
+    obj = object.__new__(_LAZY.get(cls) or _lazy_class(cls))
+    object.__setattr__(obj, "_cache", {_PENDING: (fill, raw)})
+    return obj
+
+
+def _lazy_class(cls: type) -> type:
+    post_init = getattr(cls, "__post_init__", None)
+
+    def materialize(self) -> None:
+        with _fill_lock:  # a node read by two threads at once is filled once
+            if type(self) is cls:
+                return
+            fill, raw = self._cache[_PENDING]
+            for name, value in fill(cls, raw):
+                object.__setattr__(self, name, value)
+            if post_init is not None:
+                post_init(self)
+            del self._cache[_PENDING]
+            object.__setattr__(self, "__class__", cls)
+
+    def __getattr__(self, name):  # reached only for unset slots: the fields
+        materialize(self)
+        return getattr(self, name)
+
+    # Dunder methods are looked up on the class, past __getattr__: those that would see
+    # the twin rather than the fields fill the node first.
+    def __eq__(self, other):  # a dataclass __eq__ wants other.__class__ is self.__class__
+        materialize(self)
+        return self == other
+
+    def __hash__(self):
+        materialize(self)
+        return hash(self)
+
+    def __reduce_ex__(self, protocol):  # copy, deepcopy, pickle
+        materialize(self)
+        return self.__reduce_ex__(protocol)
+
+    def __new__(klass, *args, **kwargs):  # dataclasses.replace(node, **every_field)
+        return cls(*args, **kwargs)
+
+    twin = type(cls.__name__, (cls,), {
+        "__slots__": (), "__qualname__": cls.__qualname__, "__module__": cls.__module__,
+        "__doc__": cls.__doc__, "__getattr__": __getattr__, "__eq__": __eq__,
+        "__hash__": __hash__, "__reduce_ex__": __reduce_ex__, "__new__": __new__})
+    _LAZY[cls] = twin
+    return twin
 
 
 def mirror_spec() -> list[dict]:

@@ -97,7 +97,8 @@ def cmd_plan_diff(args) -> int:
 def changed_subtree(before, after):
     """The smallest pair of subtrees where two plans differ (descending while the nodes
     agree but for one child)."""
-    while type(before) is type(after) and len(before.children) == len(after.children):
+    # (children first: reading them decodes a lazily decoded node, which fixes its class)
+    while len(before.children) == len(after.children) and type(before) is type(after):
         differing = [(b, a) for b, a in zip(before.children, after.children) if b != a]
         if len(differing) != 1:
             break

@@ -32,7 +32,8 @@ from sparkext.expressions import (
 from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 
-VERSION = 1
+VERSION = 2
+_json = json.JSONDecoder()
 
 
 class WireError(ValueError):
@@ -198,33 +199,91 @@ def value_out(v, t):
 # Decoding
 
 
+def parse_request(text: str) -> tuple[dict, str, int]:
+    """Splits a request into its header (parsed) and its body (the text and where it starts:
+    parsed only when needed)."""
+    header, end = _json.raw_decode(text)
+    return header, text, end
+
+
+def request_document(text: str) -> dict:
+    """A whole request as one dict: the header's fields and the body's."""
+    header, text, start = parse_request(text)
+    return {**header, **json.loads(text[start:])}
+
+
 class Decoded:
-    """One request document, decoded.
+    """One request, decoded.
 
     ``plan`` is the mirror. The decoder keeps, for every object it made, the JVM handle
     it stands for (by identity: frozen objects cannot carry a "still original" flag that
     ``dataclasses.replace`` would not copy).
+
+    Decoding is lazy. The body of the request is parsed when a rule first reads the root;
+    a plan node or expression of a mirrored class is created with its fields still in
+    JSON, and decodes them when a rule first reads one (:func:`sparkext._tree.lazy_node`);
+    attributes are built on first reference. A rule that looks at a few nodes pays for
+    those; the parts it never reads go back to the JVM as references without ever having
+    been built.
+
+    ``doc`` is the header, or a whole request as one dict (the body's fields with it).
     """
 
-    def __init__(self, doc: dict):
+    def __init__(self, doc: dict, text: str | None = None, body_start: int = 0):
         if doc.get("v") != VERSION:
             raise WireError(f"wire format version {doc.get('v')!r}, this sparkext speaks {VERSION}")
         self.doc = doc
+        self._text = text
+        self._body_start = body_start
         self.call_id = doc.get("id")
         self.position = doc.get("pos")
         self.excluded = frozenset(doc.get("excluded", ()))
         self.catalyst_excluded = frozenset(doc.get("catalyst_excluded", ()))
         if "tz" in doc:
             timezones.learn(doc["tz"], doc.get("tz_breaks", ()))
-        self.types = [_data_type(t) for t in doc["types"]]
-        self.attrs = [self._attr(a) for a in doc["attrs"]]
-        self.attr_index = {id(a): i for i, a in enumerate(self.attrs)}
+        self.attr_index: dict[int, int] = {}
         self.handles: dict[int, int] = {}
         self.relations: dict[int, Relation] = {}
         self.extra: dict[int, dict] = {}
         self.opaque_raw: dict[int, list] = {}
         self._alive: list = []  # keeps decoded objects alive, so their ids stay theirs
-        self.plan = self.node(doc["plan"])
+        root = doc.get("root") or {}
+        cls = _tree.MIRRORED.get(root.get("k"))
+        if cls is not None and not cls._special:
+            self.plan = self._keep(_tree.lazy_node(cls, self._root_fields, root), root["h"])
+        else:
+            self.plan = self.node(self.body["plan"])
+
+    @classmethod
+    def from_json(cls, text: str) -> Decoded:
+        return cls(*parse_request(text))
+
+    @cached_property
+    def body(self) -> dict:
+        """The body of the request: ``plan``, ``attrs`` and ``types``."""
+        if self._text is None:
+            return self.doc
+        return json.loads(self._text[self._body_start:])
+
+    def _root_fields(self, cls, root: dict):
+        j = self.body["plan"]
+        if j.get("k") != root["k"] or j.get("h") != root["h"]:
+            raise WireError(f"the header names a root {root}, the body has {j.get('k')!r} "
+                            f"with handle {j.get('h')!r}")
+        return self._node_fields(cls, j["p"])
+
+    @cached_property
+    def types(self) -> list[DataType]:
+        return [_data_type(t) for t in self.body["types"]]
+
+    @cached_property
+    def _attrs(self) -> list:
+        return [None] * len(self.body["attrs"])
+
+    @property
+    def attrs(self) -> list[AttributeReference]:
+        """Every attribute of the request's table, in wire order."""
+        return [self.attr(i) for i in range(len(self._attrs))]
 
     @cached_property
     def attr_by_value(self) -> dict[AttributeReference, int]:
@@ -236,13 +295,14 @@ class Decoded:
             out.setdefault(a, i)
         return out
 
-    @classmethod
-    def from_json(cls, text: str) -> Decoded:
-        return cls(json.loads(text))
-
-    def _attr(self, a: list) -> AttributeReference:
-        return AttributeReference(a[0], self.types[a[2]], a[3], a[5] if len(a) > 5 else None,
-                                  a[1], tuple(a[4]))
+    def attr(self, i: int) -> AttributeReference:
+        a = self._attrs[i]
+        if a is None:
+            r = self.body["attrs"][i]
+            a = self._attrs[i] = AttributeReference(
+                r[0], self.types[r[2]], r[3], r[5] if len(r) > 5 else None, r[1], tuple(r[4]))
+            self.attr_index[id(a)] = i
+        return a
 
     def _keep(self, obj, h: int):
         self.handles[id(obj)] = h
@@ -273,8 +333,18 @@ class Decoded:
             cls = _tree.MIRRORED.get(k)
             if cls is None:
                 raise WireError(f"unknown plan node kind {k!r}")
-            obj = cls(*self._args(cls, j["p"]))
+            obj = _tree.lazy_node(cls, self._node_fields, j["p"])
         return self._keep(obj, h)
+
+    def _node_fields(self, cls, p: list):
+        return zip(cls._arg_names, self._args(cls, p))
+
+    def _expr_fields(self, cls, j: dict):
+        t = j.get("t")
+        yield from zip(cls._arg_names, self._args(cls, j["p"]))
+        yield "_type", None if t is None else self.types[t]
+        yield "_nullable", j.get("n")
+        yield "_null_intolerant", j.get("ni")
 
     def _args(self, cls, p: list) -> list:
         expr = self.expr
@@ -320,8 +390,11 @@ class Decoded:
     def expr(self, j: dict) -> Expression:
         a = j.get("a")
         if a is not None:
-            return self.attrs[a]
+            return self.attr(a)
         k = j["k"]
+        cls = _tree.MIRRORED.get(k)
+        if cls is not None and not cls._special:
+            return self._keep(_tree.lazy_node(cls, self._expr_fields, j), j["h"])
         t = j.get("t")
         if k == "Literal":
             dt = self.types[t]
@@ -346,10 +419,7 @@ class Decoded:
             if "r" in j:
                 self.extra[id(obj)] = {"r": j["r"]}
         else:
-            cls = _tree.MIRRORED.get(k)
-            if cls is None:
-                raise WireError(f"unknown expression kind {k!r}")
-            obj = cls(*self._args(cls, j["p"]), **meta)
+            raise WireError(f"unknown expression kind {k!r}")
         return self._keep(obj, j["h"])
 
 
@@ -551,13 +621,15 @@ def encode_answer(plan: LogicalPlan, decoded: Decoded, rules: list[str]) -> dict
 
 
 def encode_request(decoded: Decoded, plan: LogicalPlan | None = None) -> dict:
-    """The request document for ``plan`` (default: the decoded plan), as the JVM wrote it."""
+    """The request for ``plan`` (default: the decoded plan) as the JVM wrote it, header
+    and body as one dict (:func:`request_document`)."""
     enc = _Encoder(decoded, request=True)
     j = {"v": VERSION}
     for key in ("id", "pos", "excluded", "catalyst_excluded", "tz", "tz_breaks"):
         if key in decoded.doc:
             j[key] = decoded.doc[key]
     j["plan"] = enc.node(decoded.plan if plan is None else plan)
+    j["root"] = {"k": j["plan"]["k"], "h": j["plan"]["h"]}
     j["attrs"] = [_attr_entry(a, enc) for a in decoded.attrs]
     j["types"] = enc.types
     return j

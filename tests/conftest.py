@@ -4,12 +4,13 @@ plugin), the corpus tables, TPC-H data, and helpers to run rules through the bri
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from sparkext import codec
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
@@ -126,7 +127,8 @@ def apply_rules(spark, jplan, position="once"):
 
 
 def request_document(spark, jplan) -> dict:
-    return json.loads(registry(spark).encodePlan(spark._jsparkSession, jplan))
+    """The request the bridge would send for a JVM plan, header and body as one dict."""
+    return codec.request_document(registry(spark).encodePlan(spark._jsparkSession, jplan))
 
 
 def dataframe_of(spark, jplan):

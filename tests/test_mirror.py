@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import decimal
 import json
 import math
+import threading
 
 import pytest
 
 from sparkext import types as T
 from sparkext._tree import MIRRORED, mirror_spec
-from sparkext.codec import Decoded, MapValue, WireError, encode_answer, value_in, value_out
+from sparkext.bridge import RuleBridge
+from sparkext.codec import (
+    Decoded,
+    MapValue,
+    WireError,
+    encode_answer,
+    encode_request,
+    request_document,
+    value_in,
+    value_out,
+)
 from sparkext.expressions import (
     Add,
     Alias,
@@ -43,6 +55,7 @@ from sparkext.plan import (
     Union,
     Window,
 )
+from sparkext.optimizer import Batch, Once, RuleExecutor
 
 
 def attr(name, i, t=T.INT, nullable=True):
@@ -240,7 +253,8 @@ def test_lit_infers_spark_types():
 
 
 def request(plan_json, attrs, types):
-    return {"v": 1, "id": 1, "pos": "once", "plan": plan_json, "attrs": attrs, "types": types}
+    return {"v": 2, "id": 1, "pos": "once", "root": {"k": plan_json["k"], "h": plan_json["h"]},
+            "plan": plan_json, "attrs": attrs, "types": types}
 
 
 DOC = request(
@@ -297,6 +311,69 @@ def test_relations_cannot_be_changed():
     rel = d.plan.child.children[0]
     with pytest.raises(WireError, match="cannot be rebuilt"):
         encode_answer(rel.copy(output=()), d, [])
+
+
+def wire_text(doc: dict) -> str:
+    """The request as the JVM sends it: the header, a newline, the body."""
+    body_keys = ("plan", "attrs", "types")
+    header = {k: v for k, v in doc.items() if k not in body_keys}
+    return json.dumps(header) + "\n" + json.dumps({k: doc[k] for k in body_keys})
+
+
+def test_the_body_of_a_request_is_parsed_when_a_rule_first_reads_the_plan():
+    text = wire_text(DOC)
+    assert request_document(text) == DOC
+    executor = RuleExecutor([Batch("b", Once(), (lambda p: p,))])
+    assert RuleBridge({"once": executor}).apply(text) == '{"unchanged":true}'
+    d = Decoded.from_json(text)
+    assert isinstance(d.plan, Filter) and d.position == "once"
+    assert executor.execute(d.plan).plan is d.plan
+    assert "body" not in vars(d)  # nothing read: nothing parsed
+    assert d.plan.condition == GreaterThan(attr("a", 11), lit(5))
+    assert "body" in vars(d)
+    assert encode_request(d) == DOC
+
+
+def test_a_header_that_names_another_root_than_the_body_is_an_error():
+    d = Decoded.from_json(wire_text({**DOC, "root": {"k": "Project", "h": 0}}))
+    with pytest.raises(WireError, match="root"):
+        d.plan.output
+
+
+def test_lazily_decoded_nodes_behave_like_any_other():
+    eager = Filter(GreaterThan(attr("a", 11), lit(5)), Decoded(DOC).plan.child)
+    fresh = lambda: Decoded(json.loads(json.dumps(DOC))).plan  # noqa: E731
+    lazy = fresh()
+    assert isinstance(lazy, Filter) and type(lazy).__name__ == "Filter"
+    assert type(lazy) is not Filter  # not decoded yet
+    assert lazy.condition == eager.condition and type(lazy) is Filter  # read: decoded
+    # Comparing, hashing, copying and matching decode first, from either side.
+    assert eager == fresh() and fresh() == eager and hash(fresh()) == hash(eager)
+    assert fresh() != Filter(GreaterThan(attr("a", 11), lit(6)), eager.child)
+    assert copy.copy(fresh()) == eager and copy.deepcopy(fresh()) == eager
+    assert dataclasses.replace(fresh(), condition=eager.condition, child=eager.child) == eager
+    match fresh():
+        case Filter(condition=GreaterThan(right=Literal(value=v))):
+            assert v == 5
+        case _:
+            pytest.fail("a lazily decoded Filter did not match")
+    assert fresh().transform_up(lambda n: n) == eager
+
+
+def test_a_node_whose_decoding_reads_a_lazy_child_decodes_it_too():
+    # Decoding the Filter builds the InSet, which reads the type of its child, an Upper
+    # not yet decoded: a fill inside a fill, on one thread (a plain lock would hang).
+    doc = request(
+        {"h": 0, "k": "Filter", "p": [
+            {"h": 1, "k": "InSet", "p": [{"h": 2, "k": "Upper", "p": [{"a": 0}], "t": 0,
+                                          "n": True}, ["X", "Y"]], "t": 1, "n": True},
+            {"h": 3, "k": "Relation", "cls": "LocalRelation", "out": [{"a": 0}]}]},
+        [["s", 11, 0, True, []]], ['"string"', '"boolean"'])
+    box = []
+    reader = threading.Thread(target=lambda: box.append(Decoded(doc).plan.condition))
+    reader.start()
+    reader.join(timeout=60)
+    assert box and box[0].hset == ("X", "Y") and box[0].child.data_type == T.STRING
 
 
 def test_a_request_in_another_version_is_refused():

@@ -1,7 +1,7 @@
 """Rules that exercise the bridge rather than optimise.
 
-Run them on your own queries after a Spark upgrade: ``copy_nodes`` must leave every plan
-as it is, ``rebuild_everything`` must give plans Spark accepts and that return the same
+Run them on your own queries after a Spark upgrade: ``read_everything`` and ``copy_nodes``
+must leave every plan as it is, ``rebuild_everything`` must give plans Spark accepts and that return the same
 rows (sparkext's own round-trip tests and benchmarks use them the same way).
 """
 
@@ -11,6 +11,17 @@ import json
 
 from sparkext.expressions import AttributeReference
 from sparkext.plan import Relation
+
+
+def read_everything(plan):
+    """Identity, after reading every node and every expression: what a rule that looks at
+    the whole plan pays for the mirror (decoding is lazy, so a rule that reads nothing
+    pays almost nothing)."""
+    for node in plan.walk():
+        for e in node.expressions:
+            for _ in e.walk():
+                pass
+    return plan
 
 
 def copy_nodes(plan):

@@ -1,6 +1,7 @@
 package io.sparkext
 
-import java.io.StringWriter
+import java.io.ByteArrayOutputStream
+import java.nio.charset.StandardCharsets
 import java.util.{Base64, IdentityHashMap}
 import java.util.concurrent.ConcurrentHashMap
 
@@ -8,7 +9,8 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.core.{JsonFactory, JsonFactoryBuilder, JsonGenerator, StreamReadConstraints, StreamWriteConstraints}
+import com.fasterxml.jackson.core.{JsonEncoding, JsonFactory, JsonFactoryBuilder, JsonGenerator, StreamReadConstraints, StreamWriteConstraints}
+import com.fasterxml.jackson.core.io.SerializedString
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.catalyst.{AliasIdentifier, InternalRow}
@@ -27,7 +29,7 @@ import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
  * `{"ref": h}` for anything it did not change.
  */
 object PlanCodec {
-  val Version = 1
+  val Version = 2
   /**
    * Plans nest deeply (a `withColumn` loop of 250 steps is one expression 750 levels deep
    * once Catalyst collapses the projections, and every level is two JSON levels):
@@ -66,6 +68,12 @@ object PlanCodec {
     }
     j
   }
+
+  /**
+   * Expression classes whose constructor refuses a placeholder child (AggregateExpression
+   * wants an AggregateFunction): their shell is their whole canonical form (`shellId`).
+   */
+  private[sparkext] val noPlaceholders = ConcurrentHashMap.newKeySet[Class[_]]()
 
   private val simpleNames = new ConcurrentHashMap[Class[_], String]()
 
@@ -257,14 +265,24 @@ final class PlanEncoder(spec: MirrorSpec) {
   val attributes = new ArrayBuffer[AttributeReference](64)
   /** Every ExprId seen, by id: Python sends back ids, the rebuilder needs the full ExprId. */
   val exprIds = new java.util.HashMap[java.lang.Long, ExprId]()
+  // Equal attributes share one table entry. Most repeats are the very same object, and an
+  // AttributeReference's hashCode hashes its name, type, metadata and qualifier every time
+  // (a tenth of an encode): the identity map answers those first.
   private val attrIndex = new java.util.HashMap[AttributeReference, Integer]()
+  private val attrByIdentity = new IdentityHashMap[AttributeReference, Integer]()
   private val types = new ArrayBuffer[DataType]()
   private val typeIndex = new java.util.HashMap[DataType, Integer]()
-  private val handleOf = new IdentityHashMap[AnyRef, Integer]()
-  private val out = new StringWriter(16384)
-  private val g = PlanCodec.factory.createGenerator(out)
+  // UTF-8 bytes, made a String once at the end: Jackson's byte generator is the faster one.
+  private val out = new ByteArrayOutputStream(8192)
+  private val g = PlanCodec.factory.createGenerator(out, JsonEncoding.UTF8)
+  g.setRootValueSeparator(new SerializedString("\n"))
 
-  /** Writes the request document. `header` adds call fields (id, position, exclusions). */
+  /**
+   * Writes the request: the header object (`header` adds the call's fields), a newline,
+   * then the body object (plan, attribute and type tables). Python parses the body only
+   * when a rule first reads the plan; the header names the root node's kind so that
+   * Python can hand rules a root of the right class before that.
+   */
   def encode(plan: LogicalPlan, header: JsonGenerator => Unit): String = {
     g.writeStartObject()
     g.writeNumberField("v", PlanCodec.Version)
@@ -277,6 +295,13 @@ final class PlanEncoder(spec: MirrorSpec) {
     if (breaks.nonEmpty) {
       g.writeArrayFieldStart("tz_breaks"); breaks.foreach(g.writeString); g.writeEndArray()
     }
+    g.writeObjectFieldStart("root")
+    g.writeStringField("k", nodeKind(plan, codecOf(plan)))
+    g.writeNumberField("h", handles.length) // the handle node(plan) gives it
+    g.writeEndObject()
+    g.writeEndObject()
+
+    g.writeStartObject() // after the root-value separator: a newline
     g.writeFieldName("plan")
     node(plan)
     g.writeArrayFieldStart("attrs")
@@ -296,7 +321,7 @@ final class PlanEncoder(spec: MirrorSpec) {
     g.writeEndArray()
     g.writeEndObject()
     g.flush()
-    out.toString
+    out.toString(StandardCharsets.UTF_8)
   }
 
   private def handle(o: AnyRef): Int = {
@@ -316,12 +341,16 @@ final class PlanEncoder(spec: MirrorSpec) {
   }
 
   private def attrId(a: AttributeReference): Int = {
-    var i = attrIndex.get(a)
+    var i = attrByIdentity.get(a)
     if (i == null) {
-      i = attributes.length
-      attributes += a
-      attrIndex.put(a, i)
-      exprIds.put(a.exprId.id, a.exprId)
+      i = attrIndex.get(a)
+      if (i == null) {
+        i = attributes.length
+        attributes += a
+        attrIndex.put(a, i)
+        exprIds.put(a.exprId.id, a.exprId)
+      }
+      attrByIdentity.put(a, i)
     }
     i
   }
@@ -331,16 +360,25 @@ final class PlanEncoder(spec: MirrorSpec) {
 
   // ---- plans -------------------------------------------------------------------------------
 
+  /** The mirror class of a node, or null: it travels as a relation or an opaque node. */
+  private def codecOf(p: LogicalPlan): ClassCodec = {
+    val codec = spec.forClass(p.getClass)
+    if (mirrored(p, codec)) codec else null
+  }
+
+  private def nodeKind(p: LogicalPlan, codec: ClassCodec): String =
+    if (codec != null) codec.name else if (p.children.isEmpty) "Relation" else "Opaque"
+
   private def node(p: LogicalPlan): Unit = {
     val h = handle(p)
     g.writeStartObject()
     g.writeNumberField("h", h)
-    val codec = spec.forClass(p.getClass)
-    if (mirrored(p, codec)) {
-      g.writeStringField("k", codec.name)
+    val codec = codecOf(p)
+    val kind = nodeKind(p, codec)
+    g.writeStringField("k", kind)
+    if (codec != null) {
       args(p, codec)
-    } else if (p.children.isEmpty) {
-      g.writeStringField("k", "Relation")
+    } else if (kind == "Relation") {
       g.writeStringField("cls", PlanCodec.simpleName(p.getClass))
       val name = Relations.name(p)
       if (name != null) g.writeStringField("name", name)
@@ -351,7 +389,6 @@ final class PlanEncoder(spec: MirrorSpec) {
         if (Relations.orderingIsGlobal(p, ordering)) g.writeBooleanField("glob", true)
       }
     } else {
-      g.writeStringField("k", "Opaque")
       g.writeStringField("cls", PlanCodec.simpleName(p.getClass))
       output(p)
       g.writeArrayFieldStart("c"); p.children.foreach(node); g.writeEndArray()
@@ -538,13 +575,20 @@ final class PlanEncoder(spec: MirrorSpec) {
    * form (a finer shell: equal ones still compare equal). -1 when neither can be built.
    */
   private def shellId(e: Expression): Int = try {
-    val shell = if (e.children.isEmpty) e.canonicalized else {
+    val shell = if (e.children.isEmpty || PlanCodec.noPlaceholders.contains(e.getClass)) {
+      e.canonicalized
+    } else {
       try {
         e.withNewChildren(e.children.zipWithIndex.map {
           case (s: SubqueryExpression, _) => s
           case (c, i) => BoundReference(i, c.dataType, c.nullable)
         }).canonicalized
-      } catch { case NonFatal(_) => e.canonicalized }
+      } catch { case NonFatal(_) =>
+        // Once per class: the failed copy throws from deep in the optimizer's stack, and
+        // filling in that stack trace cost 0.2 ms per AggregateExpression, every call.
+        PlanCodec.noPlaceholders.add(e.getClass)
+        e.canonicalized
+      }
     }
     var id = shells.get(shell)
     if (id == null) {
