@@ -361,8 +361,9 @@ def test_lazily_decoded_nodes_behave_like_any_other():
 
 
 def test_a_node_whose_decoding_reads_a_lazy_child_decodes_it_too():
-    # Decoding the Filter builds the InSet, which reads the type of its child, an Upper
-    # not yet decoded: a fill inside a fill, on one thread (a plain lock would hang).
+    # Decoding a node reads other decoded objects (the InSet reads its child's type):
+    # whatever of them is still lazy is filled on the same thread, under the same
+    # (reentrant) lock; a plain lock hung here when expressions were lazy too.
     doc = request(
         {"h": 0, "k": "Filter", "p": [
             {"h": 1, "k": "InSet", "p": [{"h": 2, "k": "Upper", "p": [{"a": 0}], "t": 0,
