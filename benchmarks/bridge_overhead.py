@@ -15,7 +15,8 @@ every round), at least 20 rounds each:
 Reported: the median optimization phase (Catalyst's QueryPlanningTracker, whole
 milliseconds) per mode, their ratios, and the median of one bridge call split into
 encode, Python (the callback round trip, for ``on`` and ``read``) and rebuild+validate,
-from the bridge's own nanosecond counters. Run: ``make bench`` or ``python benchmarks/bridge_overhead.py [--rounds N]``.
+from the bridge's own nanosecond counters. Run: ``make bench`` or
+``python benchmarks/bridge_overhead.py [--rounds N]``.
 """
 
 from __future__ import annotations

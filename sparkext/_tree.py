@@ -77,7 +77,8 @@ def _cache_hash(cls) -> None:
 
 #: key, in a lazily decoded node's ``_cache``, of ``(fill, raw)``: what decodes its fields
 _PENDING = "#pending"
-# Reentrant: filling a node can read a child's fields (InSet reads its child's type).
+# Reentrant: a fill that read another lazy node (none does today: a node's fill builds
+# its expressions eagerly and leaves its child nodes unread) must not hang.
 _fill_lock = threading.RLock()
 #: mirror class -> its lazy twin
 _LAZY: dict[type, type] = {}

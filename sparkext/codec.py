@@ -199,17 +199,10 @@ def value_out(v, t):
 # Decoding
 
 
-def parse_request(text: str) -> tuple[dict, str, int]:
-    """Splits a request into its header (parsed) and its body (the text and where it starts:
-    parsed only when needed)."""
-    header, end = _json.raw_decode(text)
-    return header, text, end
-
-
 def request_document(text: str) -> dict:
     """A whole request as one dict: the header's fields and the body's."""
-    header, text, start = parse_request(text)
-    return {**header, **json.loads(text[start:])}
+    header, body_start = _json.raw_decode(text)
+    return {**header, **json.loads(text[body_start:])}
 
 
 class Decoded:
@@ -258,7 +251,9 @@ class Decoded:
 
     @classmethod
     def from_json(cls, text: str) -> Decoded:
-        return cls(*parse_request(text))
+        """Decodes a request as the JVM sends it: the header now, the body when first read."""
+        header, body_start = _json.raw_decode(text)
+        return cls(header, text, body_start)
 
     @cached_property
     def body(self) -> dict:

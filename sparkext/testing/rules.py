@@ -1,8 +1,9 @@
 """Rules that exercise the bridge rather than optimise.
 
 Run them on your own queries after a Spark upgrade: ``read_everything`` and ``copy_nodes``
-must leave every plan as it is, ``rebuild_everything`` must give plans Spark accepts and that return the same
-rows (sparkext's own round-trip tests and benchmarks use them the same way).
+must leave every plan as it is, ``rebuild_everything`` must give plans Spark accepts and
+that return the same rows (sparkext's own round-trip tests and benchmarks use them the
+same way).
 """
 
 from __future__ import annotations
