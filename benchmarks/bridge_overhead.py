@@ -1,12 +1,14 @@
 """What the bridge costs Catalyst: optimization-phase time with and without it.
 
-For each TPC-H query, in one process, interleaved (the order of the two modes alternates
-every round), at least 20 rounds each:
+First ``--warmup`` passes over all the queries in every mode, untimed, so that the JIT has
+compiled the shim's code as it would in a session that has run a few dozen queries. Then,
+for each TPC-H query, in one process, interleaved (the order of the modes reverses every
+round), two untimed rounds and at least 20 timed rounds each:
 
   off    sparkext's rule is installed but ``spark.sparkext.enabled=false``
-  on     one Python rule, ``identity`` (returns the plan unchanged): encode, one
-         callback, run the rule, answer "unchanged". Decoding is lazy: a rule that reads
-         nothing has nothing decoded (not even the body of the request parsed)
+  on     one Python rule, ``identity`` (returns the plan unchanged): encode, one round
+         trip to Python, run the rule, answer "unchanged". Decoding is lazy: a rule that
+         reads nothing has nothing decoded (not even the body of the request parsed)
   read   one Python rule that reads every node and expression, then returns the plan:
          the same, plus decoding the whole mirror
   copy   one Python rule that copies every node (the JVM rebuilds every node from
@@ -14,7 +16,7 @@ every round), at least 20 rounds each:
 
 Reported: the median optimization phase (Catalyst's QueryPlanningTracker, whole
 milliseconds) per mode, their ratios, and the median of one bridge call split into
-encode, Python (the callback round trip, for ``on`` and ``read``) and rebuild+validate,
+encode, Python (the round trip, for ``on`` and ``read``) and rebuild+validate,
 from the bridge's own nanosecond counters. Run: ``make bench`` or
 ``python benchmarks/bridge_overhead.py [--rounds N]``.
 """
@@ -53,11 +55,12 @@ def optimize_once(spark, sql: str) -> tuple[float, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="passes over all the queries in every mode before any is timed")
     parser.add_argument("--scale", default="0.1")
     parser.add_argument("--queries", nargs="*", default=QUERY_NAMES)
     parser.add_argument("--timeout-ms", default="10000",
-                        help="spark.sparkext.timeoutMs (0: call Python on the optimizer's "
-                             "own thread, no timeout)")
+                        help="spark.sparkext.timeoutMs (0: no limit)")
     args = parser.parse_args()
 
     spark = local_session({"spark.sparkext.strict": "false",
@@ -75,20 +78,27 @@ def main() -> None:
     per_call = {"encode_ms": [], "python_ms": [], "python_read_ms": [], "rebuild_ms": [],
                 "validate_ms": []}
     payload = []
+
+    def run(mode: str, sql: str) -> tuple[float, dict]:
+        rule = modes[mode]
+        if rule is None:
+            spark.conf.set("spark.sparkext.enabled", "false")
+        else:
+            spark.conf.set("spark.sparkext.enabled", "true")
+            handles[mode] = sparkext.enable(spark, batches=[Batch(mode, Once(), (rule,))])
+        return optimize_once(spark, sql)
+
+    for _ in range(args.warmup):
+        for name in args.queries:
+            for mode in modes:
+                run(mode, query(name))
     for name in args.queries:
         sql = query(name)
         times = {m: [] for m in modes}
         for r in range(args.rounds + 2):  # two warm-up rounds, not counted
             order = list(modes) if r % 2 == 0 else list(reversed(modes))
             for mode in order:
-                rule = modes[mode]
-                if rule is None:
-                    spark.conf.set("spark.sparkext.enabled", "false")
-                else:
-                    spark.conf.set("spark.sparkext.enabled", "true")
-                    handles[mode] = sparkext.enable(
-                        spark, batches=[Batch(mode, Once(), (rule,))])
-                ms, m = optimize_once(spark, sql)
+                ms, m = run(mode, sql)
                 if r < 2:
                     continue
                 times[mode].append(ms)
@@ -123,8 +133,8 @@ def main() -> None:
           + f"; added per call (encode + python) {med['encode_ms'] + med['python_ms']:.3f}, "
           f"reading every node {med['encode_ms'] + med['python_read_ms']:.3f}; "
           f"payload {statistics.median(payload) / 1024:.1f} KiB")
-    print(f"cores: {os.cpu_count()}, rounds: {args.rounds}, scale factor: {args.scale}, "
-          f"timeoutMs: {args.timeout_ms}")
+    print(f"cores: {os.cpu_count()}, rounds: {args.rounds}, warm-up passes: {args.warmup}, "
+          f"scale factor: {args.scale}, timeoutMs: {args.timeout_ms}")
     spark.stop()
 
 

@@ -35,7 +35,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
     """Declares a frozen dataclass as the mirror of the Catalyst class ``spark_class``.
 
     ``pattern`` is the Catalyst ``TreePattern`` bit the class sets, which lets the JVM skip
-    the callback for plans a rule cannot match. ``special`` marks classes whose wire form
+    the call for plans a rule cannot match. ``special`` marks classes whose wire form
     is written by hand on both sides (attributes, literals, aliases, InSet).
     """
 

@@ -1,9 +1,9 @@
-"""The Python end of the one callback per optimizer invocation.
+"""The Python end of the one call per optimizer invocation.
 
-The JVM calls :meth:`RuleBridge.apply` with one request document; the bridge decodes it,
-runs the rule batches registered for that position, and answers with the rewritten plan,
-``{"unchanged": true}``, or an error the JVM turns into one warning (or, in strict mode,
-an exception). Nothing raised here reaches the user's query.
+The JVM sends one request document over the channel (:mod:`sparkext.channel`), which
+hands it to :meth:`RuleBridge.apply`; the bridge decodes it, runs the rule batches
+registered for that position, and answers with the rewritten plan, ``{"unchanged": true}``,
+or an error the JVM turns into one warning (or, in strict mode, an exception). Nothing raised here reaches the user's query.
 
 Deep plans: a DataFrame built by ``withColumn`` in a loop nests its expressions hundreds
 of levels deep once Catalyst collapses the projections, and decoding, rules and encoding
@@ -28,9 +28,10 @@ import traceback
 from sparkext.codec import Decoded, encode_answer
 from sparkext.optimizer import RuleError, RuleExecutor
 
+#: The answer when no rule changed the plan; the JVM compares it as text (BridgeCall.Unchanged).
 _UNCHANGED = '{"unchanged":true}'
 
-#: The stack of the thread that answers a call too deep for py4j's thread (reserved
+#: The stack of the thread that answers a call too deep for the channel's thread (reserved
 #: address space; the pages are only touched as deep as the plan goes).
 DEEP_STACK_BYTES = 256 * 1024 * 1024
 #: The recursion limit while such a call runs (see the module docstring for why not more).
@@ -68,7 +69,12 @@ def _error(kind: str, rule: str | None, message: str, exc: BaseException) -> str
 
 
 class RuleBridge:
-    """Implements the JVM interface ``io.sparkext.RuleBridge`` through py4j."""
+    """Answers the calls of one ``sparkext.enable``.
+
+    :meth:`apply` answers the requests that arrive over the channel. py4j carries the
+    object itself to the JVM as an ``io.sparkext.RuleBridge``: the JVM's proxy keeps it
+    alive, and calls :meth:`running` when a call times out.
+    """
 
     def __init__(self, executors: dict[str, RuleExecutor]):
         self.executors = executors
@@ -91,7 +97,7 @@ class RuleBridge:
 
         try:
             decoded = Decoded.from_json(payload)
-        except Exception as e:  # noqa: BLE001 - a bad request must not escape to py4j
+        except Exception as e:  # noqa: BLE001 - a bad request is answered, never raised
             return failed("decode", None, f"could not decode the plan: {e}", e)
         executor = self.executors.get(decoded.position)
         if executor is None:

@@ -1,4 +1,4 @@
-"""Rules, batches and the executor that runs them inside one callback.
+"""Rules, batches and the executor that runs them inside one call from the JVM.
 
 A rule is a named pure function ``plan -> plan`` that returns its input object itself
 when it changes nothing; the executor finds a batch's fixed point with ``is``::

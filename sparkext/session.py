@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sparkext._tree import mirror_spec
 from sparkext.bridge import RuleBridge
+from sparkext.channel import channel
 from sparkext.optimizer import POSITIONS, Batch, FixedPoint, Rule, RuleExecutor, as_rule
 
 log = logging.getLogger("sparkext")
@@ -224,8 +225,13 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
         raise ValueError(f"rule names must be unique (spark.sparkext.excludedRules uses them): "
                          f"{', '.join(duplicates)}")
     bridge = RuleBridge(executors)
+    # py4j carries the bridge object itself: it keeps it alive while the JVM's registration
+    # refers to it, and asks it which rule runs when a call times out. The calls themselves
+    # come over sparkext's own channel (sparkext/channel.py).
     ensure_callback_server_started(spark.sparkContext._gateway)
+    calls = channel()
     spec = {
+        "channel": calls.address(calls.add(bridge)),
         "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
                   for r in all_rules],
         "mirror": mirror_spec(),

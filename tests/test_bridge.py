@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -16,8 +17,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sparkext
+import sparkext.bridge
 from examples.toy_rules import swap_filter_below_project
 from sparkext import Batch, Once, rule
+from sparkext._tree import mirror_spec
+from sparkext.channel import channel
 from sparkext.catalyst import excluded_rules_conf
 from sparkext.expressions import (
     Alias,
@@ -245,6 +249,65 @@ def test_a_slow_rule_raises_in_strict_mode(spark, tables):
                 filtered_projection(spark).collect()
     finally:
         release.set()
+
+
+def test_after_a_timeout_the_next_call_gets_its_own_answer(spark, tables):
+    # The abandoned call's connection is closed, so its late answer cannot be read as the
+    # answer to a later call.
+    expected = expected_rows(spark, filtered_projection)
+    release = threading.Event()
+    try:
+        with conf(spark, {**NOT_STRICT, **excluded_rules_conf(),
+                          "spark.sparkext.timeoutMs": "200"}):
+            with rules_enabled(spark, [blocking_rule(release)]):
+                collect(filtered_projection(spark))
+            release.set()
+            with rules_enabled(spark, [swap_filter_below_project]):
+                sparkext.reset_metrics(spark)
+                df = filtered_projection(spark)
+                assert_same_rows(expected, collect(df))
+                top = top_two(df._jdf.queryExecution().optimizedPlan())
+                m = sparkext.metrics(spark)
+    finally:
+        release.set()
+    assert top == ("Project", "Filter")
+    assert m["accepted"] >= 1 and m["timeouts"] == 0 and m["warnings"] == [], m
+
+
+def test_a_new_registration_reuses_the_connections_of_the_last(spark, tables):
+    calls: list = []
+    with rules_enabled(spark, [counting_rule(calls)]):
+        filtered_projection(spark).collect()
+    accepted = channel().accepted
+    for _ in range(3):
+        with rules_enabled(spark, [counting_rule(calls)]):
+            filtered_projection(spark).collect()
+    assert len(calls) >= 4 and channel().accepted == accepted
+
+
+def test_python_that_cannot_be_reached_leaves_the_plan_unchanged(spark, tables):
+    # A registration whose channel leads nowhere: what the JVM sees when Python is gone.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    expected = expected_rows(spark, filtered_projection)
+    spec = {"channel": {"port": dead_port, "token": "x", "key": 1},
+            "rules": [{"name": "unreachable", "position": "once", "patterns": []}],
+            "mirror": mirror_spec()}
+    registry = spark._jvm.io.sparkext.Sparkext
+    bridge = sparkext.bridge.RuleBridge({})
+    try:
+        with conf(spark, NOT_STRICT):
+            registry.register(spark._jsparkSession, bridge, json.dumps(spec))
+            sparkext.reset_metrics(spark)
+            assert_same_rows(expected, collect(filtered_projection(spark)))
+            m = sparkext.metrics(spark)
+        with pytest.raises(Py4JJavaError, match="is the Python driver alive"):
+            filtered_projection(spark).collect()
+    finally:
+        sparkext.enable(spark)
+    assert m["python_errors"] == 1 and m["accepted"] == 0, m
+    assert len(m["warnings"]) == 1 and "is the Python driver alive" in m["warnings"][0]
 
 
 # -- concurrency ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """sparkext's built-in rules: one module per rule, each exporting one function of the
 same name. ``BATCHES`` is the order they run in when ``sparkext.enable(spark)`` is called
-without rules; each runs once per query, to its own fixed point, inside one callback.
+without rules; each runs once per query, to its own fixed point, inside one call.
 
 1. push down filters (fixed point)
 2. infer filters (once: what constraints imply and is not there yet)

@@ -23,7 +23,7 @@ final class BridgeMetrics {
   val unchanged = new AtomicLong
   /** Python returned a plan that failed validation or could not be rebuilt. */
   val rejected = new AtomicLong
-  /** A rule raised, returned something that is not a plan, or the callback itself failed. */
+  /** A rule raised, returned something that is not a plan, or the call itself failed. */
   val pythonErrors = new AtomicLong
   /** Python did not answer within spark.sparkext.timeoutMs. */
   val timeouts = new AtomicLong

@@ -1,6 +1,6 @@
 package io.sparkext
 
-import java.util.concurrent.{Callable, ExecutionException, Executors, ThreadFactory, TimeUnit, TimeoutException}
+import java.util.concurrent.{Callable, Executors, ThreadFactory, TimeUnit}
 import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
 
 import scala.jdk.CollectionConverters._
@@ -16,7 +16,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * The Catalyst rule that hands the plan to Python: one callback per invocation, never one
+ * The Catalyst rule that hands the plan to Python: one call per invocation, never one
  * per node. Steps (docs/architecture.md): skip fast, encode, call, rebuild, validate. Any
  * failure leaves the input plan in place with one warning and one counter moved, unless
  * `spark.sparkext.strict=true`, which turns the warning into a [[SparkextException]].
@@ -80,13 +80,13 @@ object PythonRules {
   }
 }
 
-/** The callback runs on its own thread so that a slow rule can be abandoned at the timeout. */
+/** Call ids, and asking Python which rule a call that timed out was running. */
 private[sparkext] object Callbacks {
   private val ids = new AtomicLong()
   private val pool = Executors.newCachedThreadPool(new ThreadFactory {
     private val n = new AtomicInteger()
     override def newThread(r: Runnable): Thread = {
-      val t = new Thread(r, s"sparkext-callback-${n.incrementAndGet()}")
+      val t = new Thread(r, s"sparkext-running-${n.incrementAndGet()}")
       t.setDaemon(true)
       t
     }
@@ -94,65 +94,15 @@ private[sparkext] object Callbacks {
 
   def nextId(): Long = ids.incrementAndGet()
 
-  final class Timeout(val running: String) extends Exception
-
-  def call(bridge: RuleBridge, payload: String, timeoutMs: Long, callId: Long): String = {
-    if (timeoutMs <= 0) return Transport.apply(bridge, payload)
-    val f = pool.submit(new Callable[String] {
-      def call(): String = Transport.apply(bridge, payload)
-    })
-    try f.get(timeoutMs, TimeUnit.MILLISECONDS) catch {
-      case _: TimeoutException =>
-        // The Python thread cannot be interrupted; its answer will be dropped when it comes.
-        val running = try {
-          pool.submit(new Callable[String] { def call(): String = bridge.running(callId) })
-            .get(1, TimeUnit.SECONDS)
-        } catch { case NonFatal(_) => "" }
-        throw new Timeout(running)
-      case e: ExecutionException if e.getCause != null => throw e.getCause
-    }
-  }
-}
-
-/**
- * py4j writes a command through an 8 KiB buffer on a socket with Nagle's algorithm on: a
- * payload over 8 KiB leaves in two writes, the second held back until the first is
- * acknowledged, and the receiver delays that acknowledgement (40 ms on Linux). Measured:
- * a 8.4 KB plan took 45 ms to reach Python, a 4.5 KB one 0.8 ms. So the connection a
- * thread uses to call Python gets TCP_NODELAY (py4j's pinned-thread mode, pyspark's
- * default, keeps one connection per thread; the first large call on a new thread still
- * pays once).
- */
-private[sparkext] object Transport {
-  import py4j.Py4JPythonClientPerThread
-
-  private lazy val gatewayField = {
-    val f = classOf[py4j.reflection.PythonProxyHandler].getDeclaredField("gateway")
-    f.setAccessible(true)
-    f
-  }
-
-  def apply(bridge: RuleBridge, payload: String): String = {
-    noDelay(bridge)
-    val answer = bridge.apply(payload)
-    noDelay(bridge)
-    answer
-  }
-
-  private def noDelay(bridge: RuleBridge): Unit = try {
-    java.lang.reflect.Proxy.getInvocationHandler(bridge) match {
-      case h: py4j.reflection.PythonProxyHandler =>
-        gatewayField.get(h).asInstanceOf[py4j.Gateway].getCallbackClient match {
-          case c: Py4JPythonClientPerThread =>
-            val connection = c.getPerThreadConnection
-            if (connection != null && !connection.getSocket.getTcpNoDelay) {
-              connection.getSocket.setTcpNoDelay(true)
-            }
-          case _ =>
-        }
-      case _ =>
-    }
-  } catch { case NonFatal(_) => }
+  /**
+   * The rule call `callId` is running ("" if none or unknown), through py4j, bounded by one
+   * second on a thread of its own: a py4j call cannot be interrupted, and this one only
+   * makes a warning more helpful.
+   */
+  def running(bridge: RuleBridge, callId: Long): String = try {
+    pool.submit(new Callable[String] { def call(): String = bridge.running(callId) })
+      .get(1, TimeUnit.SECONDS)
+  } catch { case NonFatal(_) => "" }
 }
 
 /** One optimizer invocation that reaches Python. */
@@ -215,16 +165,23 @@ private[sparkext] final class BridgeCall(
     m.encodeNanos.addAndGet(t1 - t0)
     m.payloadBytes.addAndGet(payload.length)
 
-    val response = try Callbacks.call(reg.bridge, payload, timeoutMs, callId) catch {
-      case t: Callbacks.Timeout =>
-        val who = if (t.running.nonEmpty) s" (rule '${t.running}' was running)" else ""
+    val response = try reg.channel.call(reg.key, payload, timeoutMs) catch {
+      case _: PythonChannel.Timeout =>
+        val running = Callbacks.running(reg.bridge, callId)
+        val who = if (running.nonEmpty) s" (rule '$running' was running)" else ""
         fail(plan, m.timeouts, s"Python rules did not answer within ${Conf.TimeoutMs}=$timeoutMs$who")
       case NonFatal(e) =>
-        fail(plan, m.pythonErrors, s"the Python callback failed: $e (is the Python driver alive?)")
+        fail(plan, m.pythonErrors, s"the call to Python failed: $e (is the Python driver alive?)")
     } finally {
       m.pythonNanos.addAndGet(System.nanoTime() - t1)
     }
 
+    // The common answer, compared as text: parsing even this much JSON with Jackson cost
+    // 0.1 ms inside the optimizer (docs/performance.md).
+    if (response == BridgeCall.Unchanged) {
+      m.unchanged.incrementAndGet()
+      return plan
+    }
     val doc = try PlanCodec.mapper.readTree(response) catch {
       case NonFatal(e) => fail(plan, m.pythonErrors, s"Python answered with malformed JSON: $e")
     }
@@ -272,6 +229,9 @@ private[sparkext] final class BridgeCall(
 }
 
 private[sparkext] object BridgeCall {
+
+  /** Python's answer when no rule changed the plan, exactly as sparkext/bridge.py writes it. */
+  val Unchanged = "{\"unchanged\":true}"
 
   /**
    * Accepts a rewrite only when it is resolved, has exactly the input's output attributes

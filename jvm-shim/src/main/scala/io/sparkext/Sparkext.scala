@@ -1,6 +1,7 @@
 package io.sparkext
 
 import java.lang.ref.WeakReference
+import java.nio.charset.StandardCharsets
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 import scala.util.control.NonFatal
@@ -47,6 +48,9 @@ final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePa
 /** What `sparkext.enable` registered for one session. */
 final class Registration(
     val bridge: RuleBridge,
+    val channel: PythonChannel,
+    /** Names `bridge` in the calls over `channel`. */
+    val key: Long,
     val spec: MirrorSpec,
     val rules: Seq[RuleInfo],
     val version: Long) {
@@ -120,9 +124,10 @@ object Sparkext {
     val spec = mapper.readTree(specJson)
     val rules = parseRules(spec.get("rules"))
     val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
+    val (channel, key) = parseChannel(spec.get("channel"))
     val s = state(session)
     val version = versions.incrementAndGet()
-    s.registration = new Registration(bridge, mirror, rules, version)
+    s.registration = new Registration(bridge, channel, key, mirror, rules, version)
     s.forget()
     mapper.writeValueAsString(java.util.Map.of(
       "version", version,
@@ -168,12 +173,22 @@ object Sparkext {
     if (s == null || s.registration == null) {
       throw new IllegalStateException("sparkext.enable(spark) has not run in this session")
     }
-    new PlanEncoder(s.registration.spec).encode(plan, _ => ())
+    new String(new PlanEncoder(s.registration.spec).encode(plan, _ => ()), StandardCharsets.UTF_8)
   }
 
   /** Runs the registered rules of one position on `plan`, as the optimizer would. */
   def applyRules(session: SparkSession, plan: LogicalPlan, position: String): LogicalPlan =
     new PythonRules(session, Position.parse(position)).apply(plan)
+
+  /** Where Python serves this registration's calls (sparkext/channel.py). */
+  private def parseChannel(node: JsonNode): (PythonChannel, Long) = {
+    def field(name: String): JsonNode = Option(node).map(_.get(name)).orNull match {
+      case null => throw new IllegalArgumentException(
+        s"the registration names no channel '$name': the sparkext Python package and jar differ")
+      case v => v
+    }
+    (PythonChannel(field("port").asInt(), field("token").asText()), field("key").asLong())
+  }
 
   private def parseRules(node: JsonNode): Seq[RuleInfo] = {
     val out = Seq.newBuilder[RuleInfo]

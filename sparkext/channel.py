@@ -1,0 +1,133 @@
+"""The socket the JVM sends its optimizer calls over (docs/wire-format.md, "Transport").
+
+Why not a py4j callback: a py4j callback from inside Catalyst costs a round trip through
+py4j's command protocol, and the timeout (``spark.sparkext.timeoutMs``) needed a second
+JVM thread to wait on, one more hand-over each way. On this channel the optimizer's own
+thread writes the request and reads the answer with a socket read timeout; measured in
+docs/performance.md.
+
+One server per Python process, on the loopback interface, started by the first
+:func:`sparkext.enable`. Each JVM connection is served by its own daemon thread, so
+queries optimized at once on several JVM threads are answered at once (as far as the GIL
+allows). A connection first proves it knows the server's random token (the JVM learns it
+through py4j at registration). Then, any number of times:
+
+  request  ``key`` (int64, big-endian), ``n`` (int32), ``n`` bytes of UTF-8 request
+  answer   ``n`` (int32), ``n`` bytes of UTF-8 answer
+
+``key`` names the :class:`~sparkext.bridge.RuleBridge` of one ``sparkext.enable``. The
+server holds bridges weakly: py4j keeps each alive while the JVM's registration refers to
+it, so a replaced registration takes its bridge with it. A call that the JVM abandons at
+its timeout has its connection closed by the JVM; the answer, when it comes, goes nowhere.
+"""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+import json
+import logging
+import secrets
+import socket
+import struct
+import threading
+import weakref
+
+log = logging.getLogger("sparkext")
+
+_HEAD = struct.Struct(">qi")
+_LENGTH = struct.Struct(">i")
+#: Largest token frame accepted before the token is checked.
+_MAX_TOKEN_BYTES = 256
+
+
+class Channel:
+    """The listening socket and the bridges it serves."""
+
+    def __init__(self):
+        self.token = secrets.token_hex(16)
+        self._bridges: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._keys = itertools.count(1)
+        #: connections accepted so far (the JVM keeps its connections and reuses them)
+        self.accepted = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        threading.Thread(target=self._accept, name="sparkext-channel", daemon=True).start()
+
+    def add(self, bridge) -> int:
+        """Serves ``bridge`` from now on; returns the key the JVM sends with its calls."""
+        key = next(self._keys)
+        self._bridges[key] = bridge
+        return key
+
+    def address(self, key: int) -> dict:
+        """What the JVM needs to call the bridge registered under ``key``."""
+        return {"port": self.port, "token": self.token, "key": key}
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError as e:  # the listening socket is gone: nothing more to serve
+                log.warning("sparkext: the channel stopped accepting calls: %s", e)
+                return
+            self.accepted += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                             name=f"sparkext-call-{self.accepted}").start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stream = conn.makefile("rb")
+            if not self._knows_token(stream):
+                return
+            while True:
+                head = stream.read(_HEAD.size)
+                if len(head) < _HEAD.size:
+                    return  # the JVM closed the connection
+                key, n = _HEAD.unpack(head)
+                request = stream.read(n)
+                if len(request) < n:
+                    return
+                answer = self._answer(key, request).encode("utf-8")
+                try:
+                    conn.sendall(_LENGTH.pack(len(answer)) + answer)
+                except OSError:
+                    return  # abandoned at its timeout: the JVM closed the connection
+
+    def _knows_token(self, stream) -> bool:
+        head = stream.read(_LENGTH.size)
+        if len(head) < _LENGTH.size:
+            return False
+        (n,) = _LENGTH.unpack(head)
+        if not 0 < n <= _MAX_TOKEN_BYTES:
+            return False
+        return hmac.compare_digest(stream.read(n), self.token.encode("ascii"))
+
+    def _answer(self, key: int, request: bytes) -> str:
+        bridge = self._bridges.get(key)
+        if bridge is None:
+            return _error(f"no Python rules are registered under key {key} any more")
+        try:
+            return bridge.apply(request.decode("utf-8"))
+        except BaseException as e:  # noqa: BLE001 - the bridge answers its own errors;
+            # this is the last line, so that the JVM always gets an answer
+            return _error(f"the Python side failed: {type(e).__name__}: {e}")
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": {"kind": "channel", "rule": None, "type": "",
+                                 "message": message, "where": "", "traceback": ""}})
+
+
+_lock = threading.Lock()
+_channel: Channel | None = None
+
+
+def channel() -> Channel:
+    """The process's channel, started on first use."""
+    global _channel
+    with _lock:
+        if _channel is None:
+            _channel = Channel()
+        return _channel
