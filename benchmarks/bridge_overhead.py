@@ -1,9 +1,10 @@
 """What the bridge costs Catalyst: optimization-phase time with and without it.
 
 First ``--warmup`` passes over all the queries in every mode, untimed, so that the JIT has
-compiled the shim's code as it would in a session that has run a few dozen queries. Then,
-for each TPC-H query, in one process, interleaved (the order of the modes reverses every
-round), two untimed rounds and at least 20 timed rounds each:
+compiled the shim's code as it would in a session that has run a few dozen queries. Then
+``--rounds`` timed runs (at least 20), in one process: a run optimizes each TPC-H query
+once in every mode, the modes interleaved (their order reverses from query to query and
+from run to run):
 
   off    sparkext's rule is installed but ``spark.sparkext.enabled=false``
   on     one Python rule, ``identity`` (returns the plan unchanged): encode, one round
@@ -14,8 +15,11 @@ round), two untimed rounds and at least 20 timed rounds each:
   copy   one Python rule that copies every node (the JVM rebuilds every node from
          Catalyst's constructors and validates the plan)
 
-Reported: the median optimization phase (Catalyst's QueryPlanningTracker, whole
-milliseconds) per mode, their ratios, and the median of one bridge call split into
+Reported: Catalyst's optimization phase (QueryPlanningTracker, whole milliseconds) per
+mode and their ratios: each query's median, the sum of those medians, and the median of
+the runs' totals (the headline: each query's phase is a whole number of milliseconds, so
+a median of one query's samples rounds the same way every time, while a run's total
+sums 22 roundings that cancel out); and the median of one bridge call split into
 encode, Python (the round trip, for ``on`` and ``read``) and rebuild+validate,
 from the bridge's own nanosecond counters. Run: ``make bench`` or
 ``python benchmarks/bridge_overhead.py [--rounds N]``.
@@ -55,7 +59,7 @@ def optimize_once(spark, sql: str) -> tuple[float, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3,
+    parser.add_argument("--warmup", type=int, default=10,
                         help="passes over all the queries in every mode before any is timed")
     parser.add_argument("--scale", default="0.1")
     parser.add_argument("--queries", nargs="*", default=QUERY_NAMES)
@@ -74,7 +78,6 @@ def main() -> None:
     # returns new objects), and the point is one rebuild, not a hundred.
     modes = {"off": None, "on": identity, "read": read_everything, "copy": copy_nodes}
     handles = {}
-    rows = []
     per_call = {"encode_ms": [], "python_ms": [], "python_read_ms": [], "rebuild_ms": [],
                 "validate_ms": []}
     payload = []
@@ -92,16 +95,17 @@ def main() -> None:
         for name in args.queries:
             for mode in modes:
                 run(mode, query(name))
-    for name in args.queries:
-        sql = query(name)
-        times = {m: [] for m in modes}
-        for r in range(args.rounds + 2):  # two warm-up rounds, not counted
-            order = list(modes) if r % 2 == 0 else list(reversed(modes))
+    times = {name: {m: [] for m in modes} for name in args.queries}
+    totals = {m: [] for m in modes}  # one run: all the queries once, per mode
+    for r in range(args.rounds):
+        total = dict.fromkeys(modes, 0.0)
+        for i, name in enumerate(args.queries):
+            sql = query(name)
+            order = list(modes) if (r + i) % 2 == 0 else list(reversed(modes))
             for mode in order:
                 ms, m = run(mode, sql)
-                if r < 2:
-                    continue
-                times[mode].append(ms)
+                times[name][mode].append(ms)
+                total[mode] += ms
                 if mode == "on" and m["calls"]:
                     for k in ("encode_ms", "python_ms"):
                         per_call[k].append(m[k] / m["calls"])
@@ -111,22 +115,29 @@ def main() -> None:
                 if mode == "copy" and m["calls"]:
                     per_call["rebuild_ms"].append(m["rebuild_ms"] / m["calls"])
                     per_call["validate_ms"].append(m["validate_ms"] / m["calls"])
-        med = {k: statistics.median(v) for k, v in times.items()}
-        rows.append((name, *(med[m] for m in modes)))
-        print(f"{name}: " + "  ".join(f"{m} {med[m]:.0f} ms" for m in modes), flush=True)
-
+        for mode in modes:
+            totals[mode].append(total[mode])
+        print(f"run {r + 1}: " + "  ".join(f"{m} {total[m]:.0f} ms" for m in modes), flush=True)
     spark.conf.set("spark.sparkext.enabled", "true")
-    total = {m: sum(r[i] for r in rows) for i, m in enumerate(modes, 1)}
 
     def ratio(a, b):
         return a / b if b else float("nan")
 
+    def row(label, values):
+        off, on, read, copy = (values[m] for m in modes)
+        print(f"| {label} | {off:.0f} | {on:.0f} | {ratio(on, off):.2f} | {read:.0f} | "
+              f"{ratio(read, off):.2f} | {copy:.0f} |")
+
     print("\n| query | off (ms) | on: identity rule (ms) | on/off | read: every node read (ms) "
           "| read/off | copy every node (ms) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, off, on, read, copy in rows + [(f"**all {len(rows)}**", *total.values())]:
-        print(f"| {name} | {off:.0f} | {on:.0f} | {ratio(on, off):.2f} | {read:.0f} | "
-              f"{ratio(read, off):.2f} | {copy:.0f} |")
+    medians = {name: {m: statistics.median(v) for m, v in t.items()} for name, t in times.items()}
+    for name in args.queries:
+        row(name, medians[name])
+    row(f"sum of the {len(args.queries)} medians",
+        {m: sum(medians[n][m] for n in args.queries) for m in modes})
+    row(f"**median of the {args.rounds} runs' totals**",
+        {m: statistics.median(v) for m, v in totals.items()})
     med = {k: statistics.median(v) for k, v in per_call.items() if v}
     print("\nmedian of one bridge call (ms): "
           + ", ".join(f"{k[:-3]} {v:.3f}" for k, v in med.items())
