@@ -2,8 +2,9 @@
 
 The JVM sends one request document over the channel (:mod:`sparkext.channel`), which
 hands it to :meth:`RuleBridge.apply`; the bridge decodes it, runs the rule batches
-registered for that position, and answers with the rewritten plan, ``{"unchanged": true}``,
-or an error the JVM turns into one warning (or, in strict mode, an exception). Nothing raised here reaches the user's query.
+registered for that position, and answers with the rewritten plan,
+``{"unchanged": true}``, or an error the JVM turns into one warning (or, in strict mode,
+an exception). Nothing raised here reaches the user's query.
 
 Deep plans: a DataFrame built by ``withColumn`` in a loop nests its expressions hundreds
 of levels deep once Catalyst collapses the projections, and decoding, rules and encoding
@@ -54,8 +55,12 @@ def _where(exc: BaseException) -> str:
     return f"{frame.filename}:{frame.lineno}"
 
 
-def _error(kind: str, rule: str | None, message: str, exc: BaseException) -> str:
+def error_document(kind: str, rule: str | None, message: str,
+                   exc: BaseException | None = None) -> str:
     """The error document: the JVM logs ``rule ... failed: <type>: <message> (at where)``."""
+    if exc is None:
+        return json.dumps({"error": {"kind": kind, "rule": rule, "type": "", "message": message,
+                                     "where": "", "traceback": ""}})
     cause = exc.cause if isinstance(exc, RuleError) and exc.cause is not None else exc
     raised = cause is not exc or not isinstance(exc, RuleError)
     return json.dumps({"error": {
@@ -93,7 +98,7 @@ class RuleBridge:
                 if not deep:
                     raise _TooDeep from e
                 message += f" (even with a recursion limit of {sys.getrecursionlimit()})"
-            return _error(kind, rule, message, e)
+            return error_document(kind, rule, message, e)
 
         try:
             decoded = Decoded.from_json(payload)
@@ -150,7 +155,8 @@ class _DeepStack:
             try:
                 box.append(answer())
             except BaseException as e:  # noqa: BLE001 - reported to the JVM below
-                box.append(_error("executor", None, f"failed on the deep-plan thread: {e}", e))
+                box.append(error_document("executor", None,
+                                          f"failed on the deep-plan thread: {e}", e))
 
         with self._lock:
             if self._calls == 0:
@@ -168,17 +174,23 @@ class _DeepStack:
                     threading.stack_size(previous)
             thread.join()
         except Exception as e:  # noqa: BLE001 - no thread for it: the plan stays as it was
-            return _error("executor", None, f"could not start a thread for a deep plan: {e}", e)
+            return error_document("executor", None,
+                                  f"could not start a thread for a deep plan: {e}", e)
         finally:
             with self._lock:
                 self._calls -= 1
                 if self._calls == 0 and sys.getrecursionlimit() == DEEP_RECURSION_LIMIT:
                     sys.setrecursionlimit(self._saved_limit)
         if not box:  # reporting the failure failed too (MemoryError, a broken __str__)
-            return json.dumps({"error": {"kind": "executor", "rule": None, "type": "",
-                                         "message": "the deep-plan thread failed",
-                                         "where": "", "traceback": ""}})
+            return error_document("executor", None, "the deep-plan thread failed")
         return box[0]
 
 
 _deep_stack = _DeepStack()
+
+
+def start_thread(thread: threading.Thread) -> None:
+    """Starts ``thread`` with the usual stack size: never while a deep-plan thread is being
+    started with its big one (``threading.stack_size`` is process-wide)."""
+    with _deep_stack._lock:
+        thread.start()

@@ -81,7 +81,7 @@ object PythonRules {
 }
 
 /** Call ids, and asking Python which rule a call that timed out was running. */
-private[sparkext] object Callbacks {
+private[sparkext] object Calls {
   private val ids = new AtomicLong()
   private val pool = Executors.newCachedThreadPool(new ThreadFactory {
     private val n = new AtomicInteger()
@@ -137,7 +137,7 @@ private[sparkext] final class BridgeCall(
   private def attempt(plan: LogicalPlan): LogicalPlan = {
     val timeoutMs = try conf.getConfString(Conf.TimeoutMs, Conf.DefaultTimeoutMs.toString).trim.toLong
       catch { case _: NumberFormatException => Conf.DefaultTimeoutMs }
-    val callId = Callbacks.nextId()
+    val callId = Calls.nextId()
     m.calls.incrementAndGet()
 
     val t0 = System.nanoTime()
@@ -167,7 +167,7 @@ private[sparkext] final class BridgeCall(
 
     val response = try reg.channel.call(reg.key, payload, timeoutMs) catch {
       case _: PythonChannel.Timeout =>
-        val running = Callbacks.running(reg.bridge, callId)
+        val running = Calls.running(reg.bridge, callId)
         val who = if (running.nonEmpty) s" (rule '$running' was running)" else ""
         fail(plan, m.timeouts, s"Python rules did not answer within ${Conf.TimeoutMs}=$timeoutMs$who")
       case NonFatal(e) =>
