@@ -17,7 +17,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 /**
  * The Catalyst rule that hands the plan to Python: one call per invocation, never one
- * per node. Steps (docs/architecture.md): skip fast, encode, call, rebuild, validate. Any
+ * per node. Steps (docs/design.md): skip fast, encode, call, rebuild, validate. Any
  * failure leaves the input plan in place with one warning and one counter moved, unless
  * `spark.sparkext.strict=true`, which turns the warning into a [[SparkextException]].
  */
