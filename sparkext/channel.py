@@ -45,8 +45,9 @@ _LENGTH = struct.Struct(">i")
 _MAX_TOKEN_BYTES = 256
 #: How long a new connection may take to send its token (the JVM sends it at once).
 HANDSHAKE_SECONDS = 5.0
-#: Largest answer a frame can carry (its length is a signed 32-bit integer).
-MAX_ANSWER_BYTES = 2**31 - 1
+#: Largest answer the JVM accepts (``PythonChannel.MaxAnswerBytes``): a bigger one is
+#: answered with an error here rather than refused there, and sent again on a retry.
+MAX_ANSWER_BYTES = 2**30
 
 
 class Channel:
@@ -149,7 +150,8 @@ def _frame(answer) -> bytes:
     try:
         body = answer.encode("utf-8")
         if len(body) > MAX_ANSWER_BYTES:
-            raise ValueError(f"the answer has {len(body)} bytes, more than a frame holds")
+            raise ValueError(f"the answer has {len(body)} bytes, more than the JVM accepts "
+                             f"({MAX_ANSWER_BYTES})")
     except Exception as e:  # noqa: BLE001 - not a str, or too big: say so to the JVM
         body = error_document("channel", None, f"the answer cannot be sent: {e}").encode()
     return _LENGTH.pack(len(body)) + body

@@ -95,6 +95,14 @@ def test_unknown_keys_failing_bridges_and_bad_answers_are_answered_with_errors(c
     assert raising and returns_an_int
 
 
+def test_an_answer_bigger_than_the_jvm_accepts_becomes_an_error(channel, monkeypatch):
+    monkeypatch.setattr(sparkext.channel, "MAX_ANSWER_BYTES", 10)
+    key = channel.add(tagged := Tagged("big"))
+    with connect(channel) as s:
+        assert "more than the JVM accepts" in call(s, key, "x" * 20)["error"]["message"]
+    assert tagged
+
+
 def test_a_bridge_nothing_else_holds_is_let_go(channel):
     key = channel.add(Tagged("gone"))
     with connect(channel) as s:

@@ -104,7 +104,10 @@ object PythonChannel {
   private val ConnectTimeoutMs = 5000
   /** Idle connections kept per channel (each holds a Python thread); more are closed. */
   private val MaxIdle = 16
-  /** No answer is this big; a length beyond it means the stream is not what we think. */
+  /**
+   * No answer is this big; a length beyond it means the stream is not what we think.
+   * Python checks its answers against the same bound (`MAX_ANSWER_BYTES` in channel.py).
+   */
   private val MaxAnswerBytes = 1 << 30
   /** Longer timeouts are this one (30 days), so that the deadline cannot overflow. */
   private val MaxTimeoutMs = 30L * 24 * 3600 * 1000
