@@ -45,8 +45,9 @@ _LENGTH = struct.Struct(">i")
 _MAX_TOKEN_BYTES = 256
 #: How long a new connection may take to send its token (the JVM sends it at once).
 HANDSHAKE_SECONDS = 5.0
-#: Largest answer the JVM accepts (``PythonChannel.MaxAnswerBytes``): a bigger one is
-#: answered with an error here rather than refused there, and sent again on a retry.
+#: Largest answer the JVM accepts (``PythonChannel.MaxAnswerBytes``). A bigger one is
+#: replaced here by an error document: the JVM would refuse it, retry the call on a new
+#: connection, and refuse it again.
 MAX_ANSWER_BYTES = 2**30
 
 
