@@ -28,9 +28,8 @@ import traceback
 
 from sparkext.codec import Decoded, encode_answer
 from sparkext.optimizer import RuleError, RuleExecutor
+from sparkext.wire import UNCHANGED_ANSWER
 
-#: The answer when no rule changed the plan; the JVM compares it as text (BridgeCall.Unchanged).
-_UNCHANGED = '{"unchanged":true}'
 
 #: The stack of the thread that answers a call too deep for the channel's thread (reserved
 #: address space; the pages are only touched as deep as the plan goes).
@@ -106,7 +105,7 @@ class RuleBridge:
             return failed("decode", None, f"could not decode the plan: {e}", e)
         executor = self.executors.get(decoded.position)
         if executor is None:
-            return _UNCHANGED
+            return UNCHANGED_ANSWER
         call_id = decoded.call_id
 
         def on_rule(name: str) -> None:
@@ -124,7 +123,7 @@ class RuleBridge:
             with self._lock:
                 self._running.pop(call_id, None)
         if result.plan is decoded.plan:
-            return _UNCHANGED
+            return UNCHANGED_ANSWER
         try:
             answer = encode_answer(result.plan, decoded, result.changed_by)
             return json.dumps(answer, separators=(",", ":"), allow_nan=False)

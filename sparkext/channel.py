@@ -36,6 +36,7 @@ import time
 import weakref
 
 from sparkext.bridge import error_document, start_thread
+from sparkext.wire import MAX_ANSWER_BYTES
 
 log = logging.getLogger("sparkext")
 
@@ -45,10 +46,9 @@ _LENGTH = struct.Struct(">i")
 _MAX_TOKEN_BYTES = 256
 #: How long a new connection may take to send its token (the JVM sends it at once).
 HANDSHAKE_SECONDS = 5.0
-#: Largest answer the JVM accepts (``PythonChannel.MaxAnswerBytes``). A bigger one is
-#: replaced here by an error document: the JVM would refuse it, retry the call on a new
-#: connection, and refuse it again.
-MAX_ANSWER_BYTES = 2**30
+# An answer larger than MAX_ANSWER_BYTES (the JVM's limit, ``PythonChannel.MaxAnswerBytes``)
+# is replaced here by an error document: the JVM would refuse it, retry the call on a new
+# connection, and refuse it again.
 
 
 class Channel:

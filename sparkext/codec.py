@@ -31,8 +31,8 @@ from sparkext.expressions import (
 )
 from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
+from sparkext.wire import VERSION
 
-VERSION = 2
 _json = json.JSONDecoder()
 
 
