@@ -29,6 +29,7 @@ from sparkext.expressions import (
     OpaqueExpression,
     Value,
 )
+from sparkext.kinds import Item, plain, special
 from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 from sparkext.wire import VERSION
@@ -337,40 +338,11 @@ class Decoded:
         return zip(cls._arg_names, self._args(cls, p))
 
     def _args(self, cls, p: list) -> list:
-        expr = self.expr
-        return [expr(v) if kind == "e" else self.arg(kind, v)
-                for (_, kind), v in zip(cls._args, p)]
+        readers = _READERS.get(cls) or _readers_of(cls)
+        return [read(self, v) for read, v in zip(readers, p)]
 
-    def arg(self, kind: str, v):
-        if kind == "e":
-            return self.expr(v)
-        if kind == "es":
-            return self.exprs(v)
-        if kind == "p":
-            return self.node(v)
-        if kind == "e?":
-            return None if v is None else self.expr(v)
-        if kind == "ps":
-            return tuple(self.node(x) for x in v)
-        if kind == "ess":
-            return tuple(self.exprs(x) for x in v)
-        if kind == "eps":
-            return tuple((self.expr(a), self.expr(b)) for a, b in v)
-        if kind == "t":
-            return self.types[v]
-        if kind in ("ss", "is"):
-            return tuple(v)
-        if kind in ("x", "x?"):
-            return None if v is None else Value(v["s"], v["v"])
-        if kind == "jt":
-            if isinstance(v, str):
-                return v
-            if "ExistenceJoin" in v:
-                return ExistenceJoin(self.expr(v["ExistenceJoin"]))
-            return Value(v["s"], v["v"])
-        if kind == "aid":
-            return AliasIdentifier(v[0], tuple(v[1]))
-        return v  # s, s?, i, i?, l, l?, d, b, c, dir, no
+    def type_at(self, i: int) -> DataType:
+        return self.types[i]
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -413,6 +385,39 @@ class Decoded:
         return self._keep(obj, j["h"])
 
 
+def join_type_in(d: Decoded, v):
+    """A join type from its wire form: a name, ``{"ExistenceJoin": expr}``, or a value."""
+    if isinstance(v, str):
+        return v
+    if "ExistenceJoin" in v:
+        return ExistenceJoin(d.expr(v["ExistenceJoin"]))
+    return Value(v["s"], v["v"])
+
+
+def _value_arg_in(_d: Decoded, v: dict) -> Value:
+    return Value(v["s"], v["v"])
+
+
+def _alias_id_in(_d: Decoded, v: list) -> AliasIdentifier:
+    return AliasIdentifier(v[0], tuple(v[1]))
+
+
+#: How the decoder reads one item of each kind (sparkext.kinds.Item).
+ITEM_READERS = {
+    Item.EXPR: Decoded.expr, Item.PLAN: Decoded.node, Item.TYPE: Decoded.type_at,
+    Item.VALUE: _value_arg_in, Item.JOIN_TYPE: join_type_in, Item.ALIAS_ID: _alias_id_in,
+    Item.PLAIN: plain, Item.SPECIAL: special,
+}
+#: mirror class -> one reader per argument, composed once per class: decoding a node is
+#: then one call per field, with no dispatch on its kind.
+_READERS: dict[type, tuple] = {}
+
+
+def _readers_of(cls: type) -> tuple:
+    readers = _READERS[cls] = tuple(kind.decoder(ITEM_READERS) for _, kind in cls._args)
+    return readers
+
+
 # ---------------------------------------------------------------------------------------------
 # Encoding
 
@@ -425,6 +430,10 @@ class _Encoder:
     writes exactly what the JVM sent (handles, types, opaque details): the identity the
     round-trip tests check.
     """
+
+    #: Item -> how one item is written (set below the class); mirror class -> writers
+    _items: dict = {}
+    _writers: dict[type, tuple] = {}
 
     def __init__(self, decoded: Decoded | None, request: bool = False):
         self.d = decoded
@@ -470,7 +479,7 @@ class _Encoder:
             return self._with_handle(j, h)
         if not isinstance(p, LogicalPlan) or not hasattr(p, "_wire"):
             raise WireError(f"a rule returned {type(p).__name__}, not a plan node")
-        j = {"k": p._wire, "p": [self.arg(kind, getattr(p, name)) for name, kind in p._args]}
+        j = {"k": p._wire, "p": self._args(p)}
         return self._with_handle(j, h)
 
     def _with_handle(self, j: dict, h) -> dict:
@@ -495,36 +504,17 @@ class _Encoder:
                             "be rebuilt, only kept (put a Project above it instead)")
         return {"ref": r.handle}
 
-    def arg(self, kind: str, v):
-        if kind == "e":
-            return self.expr(v)
-        if kind == "es":
-            return [self.expr(x) for x in v]
-        if kind == "p":
-            return self.node(v)
-        if kind == "e?":
-            return None if v is None else self.expr(v)
-        if kind == "ps":
-            return [self.node(x) for x in v]
-        if kind == "ess":
-            return [[self.expr(x) for x in s] for s in v]
-        if kind == "eps":
-            return [[self.expr(a), self.expr(b)] for a, b in v]
-        if kind == "t":
-            return self.type_id(v)
-        if kind in ("ss", "is"):
-            return list(v)
-        if kind in ("x", "x?"):
-            return None if v is None else self._value(v)
-        if kind == "jt":
-            if isinstance(v, str):
-                return v
-            if isinstance(v, ExistenceJoin):
-                return {"ExistenceJoin": self.expr(v.exists)}
-            return self._value(v)
-        if kind == "aid":
-            return [v.name, list(v.qualifier)]
-        return v
+    def _args(self, node) -> list:
+        cls = type(node)
+        writers = self._writers.get(cls) or self._writers_of(cls)
+        return [write(self, getattr(node, name)) for name, write in writers]
+
+    @classmethod
+    def _writers_of(cls, node_cls: type) -> tuple:
+        # One (field, writer) per argument, composed once per class (Kind.encoder).
+        writers = cls._writers[node_cls] = tuple(
+            (name, kind.encoder(cls._items)) for name, kind in node_cls._args)
+        return writers
 
     def _value(self, v: Value) -> dict:
         if v.handle is None:
@@ -587,7 +577,7 @@ class _Encoder:
                 if e.keep is not None:
                     j["keep"] = sorted(e.keep)
         elif hasattr(e, "_wire") and not e._special:
-            j = {"k": e._wire, "p": [self.arg(kind, getattr(e, name)) for name, kind in e._args]}
+            j = {"k": e._wire, "p": self._args(e)}
         else:
             raise WireError(f"a rule returned {type(e).__name__}, not an expression")
         return self._annotate(self._with_handle(j, h), e)
@@ -602,6 +592,27 @@ class _Encoder:
         return {"k": "AttributeReference",
                 "p": [a.name, self.type_id(a.data_type_), a.nullable_, a.metadata,
                       self.expr_id(a.expr_id), list(a.qualifier)]}
+
+
+def join_type_out(enc: _Encoder, v):
+    """The wire form of a join type (inverse of :func:`join_type_in`)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, ExistenceJoin):
+        return {"ExistenceJoin": enc.expr(v.exists)}
+    return enc._value(v)
+
+
+def _alias_id_out(_enc: _Encoder, v: AliasIdentifier) -> list:
+    return [v.name, list(v.qualifier)]
+
+
+#: How the encoder writes one item of each kind (sparkext.kinds.Item).
+ITEM_WRITERS = _Encoder._items = {
+    Item.EXPR: _Encoder.expr, Item.PLAN: _Encoder.node, Item.TYPE: _Encoder.type_id,
+    Item.VALUE: _Encoder._value, Item.JOIN_TYPE: join_type_out, Item.ALIAS_ID: _alias_id_out,
+    Item.PLAIN: plain, Item.SPECIAL: special,
+}
 
 
 def encode_answer(plan: LogicalPlan, decoded: Decoded, rules: list[str]) -> dict:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sparkext import types as T
-from sparkext._tree import EXPR_KINDS, TreeNode, arg, mirror
+from sparkext._tree import TreeNode, arg, mirror
+from sparkext.kinds import Item
 from sparkext.types import DataType
 
 _C = "org.apache.spark.sql.catalyst.expressions."
@@ -69,7 +70,7 @@ class Expression(TreeNode):
     _nullable: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
     _null_intolerant: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
 
-    _child_kinds = EXPR_KINDS
+    _child_item = Item.EXPR
     _args = ()
     #: Whether a NULL input always gives a NULL result (Catalyst's ``nullIntolerant``), for
     #: classes built in Python; decoded expressions carry what Catalyst said.
@@ -132,11 +133,8 @@ class Expression(TreeNode):
         return self.sql()
 
     def sql(self) -> str:
-        args = ", ".join(_show(getattr(self, n)) for n, k in self._args if k in _SHOWN_KINDS)
+        args = ", ".join(_show(getattr(self, n)) for n, k in self._args if k.shown)
         return f"{_display_name(self)}({args})"
-
-
-_SHOWN_KINDS = {"e", "e?", "es", "ess", "eps", "t", "s", "s?", "i", "l", "d", "b", "c"}
 
 
 def _display_name(e) -> str:
