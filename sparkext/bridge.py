@@ -27,6 +27,7 @@ import threading
 import traceback
 
 from sparkext.codec import Decoded, encode_answer
+from sparkext.context import scoped
 from sparkext.optimizer import RuleError, RuleExecutor
 from sparkext.wire import UNCHANGED_ANSWER
 
@@ -112,24 +113,29 @@ class RuleBridge:
             with self._lock:
                 self._running[call_id] = name
 
-        try:
-            result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
-                                      catalyst_excluded=decoded.catalyst_excluded)
-        except RuleError as e:
-            return failed("rule", e.rule, str(e.cause) if e.cause is not None else e.message, e)
-        except Exception as e:  # noqa: BLE001
-            return failed("executor", None, str(e), e)
-        finally:
-            with self._lock:
-                self._running.pop(call_id, None)
-        if result.plan is decoded.plan:
-            return UNCHANGED_ANSWER
-        try:
-            answer = encode_answer(result.plan, decoded, result.changed_by)
-            return json.dumps(answer, separators=(",", ":"), allow_nan=False)
-        except Exception as e:  # noqa: BLE001 - WireError, or a value JSON cannot hold
-            who = ", ".join(result.changed_by) or None
-            return failed("encode", who, f"returned a plan that cannot be sent to Spark: {e}", e)
+        # The header's settings are current while the rules run and the answer is written
+        # (lazily decoded nodes are filled then too).
+        with scoped(decoded.context):
+            try:
+                result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
+                                          catalyst_excluded=decoded.catalyst_excluded)
+            except RuleError as e:
+                return failed("rule", e.rule,
+                              str(e.cause) if e.cause is not None else e.message, e)
+            except Exception as e:  # noqa: BLE001
+                return failed("executor", None, str(e), e)
+            finally:
+                with self._lock:
+                    self._running.pop(call_id, None)
+            if result.plan is decoded.plan:
+                return UNCHANGED_ANSWER
+            try:
+                answer = encode_answer(result.plan, decoded, result.changed_by)
+                return json.dumps(answer, separators=(",", ":"), allow_nan=False)
+            except Exception as e:  # noqa: BLE001 - WireError, or a value JSON cannot hold
+                who = ", ".join(result.changed_by) or None
+                return failed("encode", who,
+                              f"returned a plan that cannot be sent to Spark: {e}", e)
 
     def running(self, call_id: int) -> str:
         with self._lock:

@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from sparkext import _tree, timezones
+from sparkext import _tree
+from sparkext.context import CallContext
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -231,12 +232,12 @@ class Decoded:
         self.doc = doc
         self._text = text
         self._body_start = body_start
-        self.call_id = doc.get("id")
-        self.position = doc.get("pos")
-        self.excluded = frozenset(doc.get("excluded", ()))
-        self.catalyst_excluded = frozenset(doc.get("catalyst_excluded", ()))
-        if "tz" in doc:
-            timezones.learn(doc["tz"], doc.get("tz_breaks", ()))
+        #: the header's settings, which the bridge makes current for the call
+        self.context = CallContext.from_header(doc)
+        self.call_id = self.context.call_id
+        self.position = self.context.position
+        self.excluded = self.context.excluded
+        self.catalyst_excluded = self.context.catalyst_excluded
         self.attr_index: dict[int, int] = {}
         self.handles: dict[int, int] = {}
         self.relations: dict[int, Relation] = {}

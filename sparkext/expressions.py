@@ -23,6 +23,12 @@ from sparkext.types import DataType
 
 _C = "org.apache.spark.sql.catalyst.expressions."
 
+# Process-wide on purpose, not per call: a FreshId must never equal another one that
+# stands for a different column, and a rule may keep expressions (with their FreshIds)
+# from one call to the next (a memo, a module constant); numbers restarted per call would
+# then make two different new columns one. The counter holds no call's state: the JVM maps
+# each number to a new ExprId per answer only. ``next`` on itertools.count is atomic under
+# the GIL, so concurrent calls on several threads still get distinct numbers.
 _fresh_ids = itertools.count(1)
 
 
