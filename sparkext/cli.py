@@ -117,7 +117,8 @@ def _holds_plans(f: dataclasses.Field) -> bool:
 def cmd_explain(args) -> int:
     import sparkext
     from sparkext.catalyst import excluded_rules_conf
-    from sparkext.optimizer import Rule, RuleExecutor, builtin_batches
+    from sparkext.optimizer import Rule, RuleExecutor
+    from sparkext.rules import builtin_batches
 
     spark = _session()
     register_catalog(spark, args.catalog)
