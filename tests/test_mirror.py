@@ -19,7 +19,6 @@ from sparkext.codec import (
     MapValue,
     WireError,
     encode_answer,
-    encode_request,
     request_document,
     value_in,
     value_out,
@@ -56,6 +55,7 @@ from sparkext.plan import (
     Window,
 )
 from sparkext.optimizer import Batch, Once, RuleExecutor
+from sparkext.testing.request_encoder import encode_request
 
 
 def attr(name, i, t=T.INT, nullable=True):
