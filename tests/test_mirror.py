@@ -234,6 +234,14 @@ def test_decimal_values_that_fit_keep_every_digit():
     assert value_out(decimal.Decimal(wide), "decimal(29,1)") == wide
 
 
+def test_zero_fits_a_decimal_with_no_integer_digits():
+    # decimal(p, p) holds no integer digit, and zero needs none: cast(0 as decimal(4,4)).
+    assert value_out(decimal.Decimal("0.0000"), "decimal(4,4)") == "0.0000"
+    assert value_out(0, "decimal(4,4)") == "0"
+    assert value_out(decimal.Decimal("-0.00"), "decimal(38,38)") == "-0.00"
+    assert value_in("0.0000", "decimal(4,4)") == 0
+
+
 def test_nan_travels_as_text():
     assert value_out(math.nan, "double") == "NaN" and math.isnan(value_in("NaN", "double"))
 

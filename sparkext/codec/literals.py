@@ -110,7 +110,9 @@ def _checked_decimal(v, t: str) -> str:
     while len(digits) > 1 and digits[-1] == 0:
         digits, exp = digits[:-1], exp + 1
     if digits == (0,):
-        exp = 0
+        # Zero has no digit to lose: it fits every decimal type, decimal(p, p) included
+        # (counting its 0 as an integer digit refused cast(0 as decimal(4,4))).
+        return format(d, "f")
     if -exp > scale or len(digits) + exp > precision - scale:
         raise WireError(f"the literal value {v!r} does not fit {t} (a digit would be lost)")
     return format(d, "f")
