@@ -8,6 +8,13 @@ of the call: the bridge builds it from the header and scopes it with :func:`scop
 and code on the call path that needs one of them asks :func:`current`. Nothing about a
 call is kept in a module global, so nothing leaks from one call into the next.
 
+    >>> from sparkext.context import CallContext, current, scoped
+    >>> with scoped(CallContext.from_header({"id": 7, "tz": "Europe/Paris"})):
+    ...     current().call_id, current().time_zone
+    (7, 'Europe/Paris')
+    >>> current() is None
+    True
+
 A new per-call setting (ANSI mode, a top-K threshold, ...) is one field here, read in
 :meth:`CallContext.from_header`.
 """

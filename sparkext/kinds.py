@@ -17,6 +17,12 @@ Kinds whose item is :attr:`Item.SPECIAL` occur only in classes whose wire form b
 sides write by hand (attributes, literals, aliases, InSet) and never reach the JVM's
 reflective builders or the generic codec.
 
+    >>> from sparkext.kinds import Item, Kind, Shape
+    >>> Kind("es").shape, Kind("es").item
+    (<Shape.SEQ: 'sequence'>, <Item.EXPR: 'expression'>)
+    >>> list(Kind("eps").shape.flatten([("a", "b"), ("c", "d")]))
+    ['a', 'b', 'c', 'd']
+
 Adding a kind is one member here (and its twin in ``MirrorSpec.Kind``): a member without
 every property fails at import, and a new item fails ``tests/test_kinds.py`` until the
 decoder and the encoder can read and write it.
