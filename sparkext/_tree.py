@@ -3,7 +3,8 @@
 
 A mirror class lists its fields in the order of the Catalyst constructor, each with the
 *kind* of argument it is (``"e"`` expression, ``"p"`` plan, ``"es"`` sequence of
-expressions, ... — the table is in docs/wire-format.md). From that one declaration come
+expressions, ...: :class:`sparkext.kinds.Kind`; the table is in docs/wire-format.md).
+From that one declaration come
 the wire codec (both directions), ``children``, ``expressions`` and ``with_new_children``,
 and the spec the JVM uses to build the class.
 """
@@ -16,19 +17,34 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from typing import TypeVar
 
+from sparkext.kinds import Item, Kind
+
 T = TypeVar("T", bound="TreeNode")
 
 #: wire name (Catalyst's simple class name) -> mirror class
 MIRRORED: dict[str, type] = {}
 
-#: argument kind -> how its value holds trees: one, optional, a sequence, ...
-PLAN_KINDS = {"p": "one", "ps": "seq"}
-EXPR_KINDS = {"e": "one", "e?": "opt", "es": "seq", "ess": "seqs", "eps": "pairs"}
 
-
-def arg(kind: str, default=dataclasses.MISSING, **kw):
-    """A dataclass field that is a Catalyst constructor argument of the given kind."""
+def arg(kind: Kind | str, default=dataclasses.MISSING, **kw):
+    """A dataclass field that is a Catalyst constructor argument of the given kind (a
+    :class:`~sparkext.kinds.Kind` or its wire code; ``@mirror`` checks it)."""
     return field(default=default, metadata={"kind": kind}, **kw)
+
+
+def _declared_kinds(cls) -> tuple[tuple[str, Kind], ...]:
+    """``(field, Kind)`` of the class's arguments; an unknown kind fails the declaration."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if "kind" not in f.metadata:
+            continue
+        code = f.metadata["kind"]
+        try:
+            out.append((f.name, Kind(code)))
+        except ValueError:
+            raise TypeError(f"{cls.__qualname__}.{f.name}: unknown argument kind {code!r} "
+                            f"(the kinds are {', '.join(k.code for k in Kind)}: "
+                            "sparkext.kinds.Kind)") from None
+    return tuple(out)
 
 
 def mirror(spark_class: str, *, pattern: str | None = None, special: bool = False):
@@ -41,8 +57,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
 
     def wrap(cls):
         cls = dataclasses.dataclass(frozen=True, slots=True, repr=False)(cls)
-        args = tuple((f.name, f.metadata["kind"]) for f in dataclasses.fields(cls)
-                     if "kind" in f.metadata)
+        args = _declared_kinds(cls)
         cls._spark_class = spark_class
         cls._wire = spark_class.rsplit(".", 1)[1]
         cls._args = args
@@ -50,9 +65,8 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
         cls._special = special
         cls._pattern = pattern
         # Plans' children are plans; expressions' children are expressions.
-        kinds = cls._child_kinds
-        cls._kids = tuple((n, kinds[k]) for n, k in args if k in kinds)
-        cls._expr_fields = tuple((n, EXPR_KINDS[k]) for n, k in args if k in EXPR_KINDS)
+        cls._kids = tuple((n, k.shape) for n, k in args if k.item is cls._child_item)
+        cls._expr_fields = tuple((n, k.shape) for n, k in args if k.item is Item.EXPR)
         _cache_hash(cls)
         MIRRORED[cls._wire] = cls
         return cls
@@ -147,37 +161,8 @@ def _lazy_class(cls: type) -> type:
 def mirror_spec() -> list[dict]:
     """What the JVM needs to build every mirror class: name, Catalyst class, argument kinds."""
     return [{"name": c._wire, "cls": c._spark_class,
-             "kinds": None if c._special else [k for _, k in c._args]}
+             "kinds": None if c._special else [k.code for _, k in c._args]}
             for c in MIRRORED.values()]
-
-
-def _flatten(value, how: str) -> Iterator:
-    if how == "one":
-        yield value
-    elif how == "opt":
-        if value is not None:
-            yield value
-    elif how == "seq":
-        yield from value
-    elif how == "seqs":
-        for s in value:
-            yield from s
-    else:  # pairs
-        for a, b in value:
-            yield a
-            yield b
-
-
-def _unflatten(value, how: str, it: Iterator):
-    if how == "one":
-        return next(it)
-    if how == "opt":
-        return None if value is None else next(it)
-    if how == "seq":
-        return tuple(next(it) for _ in value)
-    if how == "seqs":
-        return tuple(tuple(next(it) for _ in s) for s in value)
-    return tuple((next(it), next(it)) for _ in value)
 
 
 class TreeNode:
@@ -203,15 +188,16 @@ class TreeNode:
 
     # -- structure --------------------------------------------------------------------------
 
-    #: which argument kinds hold this tree's children (set for plans and for expressions)
-    _child_kinds = PLAN_KINDS
-    #: (field, how) of the fields holding children, set by @mirror
+    #: what the arguments holding this tree's children hold (plans here; expressions
+    #: for expressions)
+    _child_item = Item.PLAN
+    #: (field, Shape) of the fields holding children, set by @mirror
     _kids = ()
 
     @property
     def children(self) -> tuple:
         return self._cached("children", lambda: tuple(
-            c for name, how in self._kids for c in _flatten(getattr(self, name), how)))
+            c for name, shape in self._kids for c in shape.flatten(getattr(self, name))))
 
     def with_new_children(self: T, children) -> T:
         """This node with ``children`` in place of its own (same count, same order)."""
@@ -222,8 +208,8 @@ class TreeNode:
         if all(a is b for a, b in zip(children, old)):
             return self
         it = iter(children)
-        return self.copy(**{name: _unflatten(getattr(self, name), how, it)
-                            for name, how in self._kids})
+        return self.copy(**{name: shape.unflatten(getattr(self, name), it)
+                            for name, shape in self._kids})
 
     def copy(self: T, **changes) -> T:
         """A new node with some fields changed (``dataclasses.replace``)."""

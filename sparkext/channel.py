@@ -35,7 +35,8 @@ import threading
 import time
 import weakref
 
-from sparkext.bridge import error_document, start_thread
+from sparkext.errors import error_document
+from sparkext.threads import start_thread
 from sparkext.wire import MAX_ANSWER_BYTES
 
 log = logging.getLogger("sparkext")

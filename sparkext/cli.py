@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from sparkext.kinds import Item, Kind
 from sparkext.testing.plans import diff_plans, normalize_plan
 
 
@@ -102,18 +103,22 @@ def changed_subtree(before, after):
         differing = [(b, a) for b, a in zip(before.children, after.children) if b != a]
         if len(differing) != 1:
             break
-        own = [f.name for f in dataclasses.fields(before)
-               if f.compare and f.metadata.get("kind") not in ("p", "ps")]
+        own = [f.name for f in dataclasses.fields(before) if f.compare and not _holds_plans(f)]
         if any(getattr(before, n) != getattr(after, n) for n in own):
             break
         before, after = differing[0]
     return before, after
 
 
+def _holds_plans(f: dataclasses.Field) -> bool:
+    return "kind" in f.metadata and Kind(f.metadata["kind"]).item is Item.PLAN
+
+
 def cmd_explain(args) -> int:
     import sparkext
     from sparkext.catalyst import excluded_rules_conf
-    from sparkext.optimizer import Rule, RuleExecutor, builtin_batches
+    from sparkext.optimizer import Rule, RuleExecutor
+    from sparkext.rules import builtin_batches
 
     spark = _session()
     register_catalog(spark, args.catalog)

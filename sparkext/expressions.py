@@ -17,11 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sparkext import types as T
-from sparkext._tree import EXPR_KINDS, TreeNode, arg, mirror
+from sparkext._tree import TreeNode, arg, mirror
+from sparkext.kinds import Item
 from sparkext.types import DataType
 
 _C = "org.apache.spark.sql.catalyst.expressions."
 
+# Process-wide on purpose, not per call: a FreshId must never equal another one that
+# stands for a different column, and a rule may keep expressions (with their FreshIds)
+# from one call to the next (a memo, a module constant); numbers restarted per call would
+# then make two different new columns one. The counter holds no call's state: the JVM maps
+# each number to a new ExprId per answer only. ``next`` on itertools.count is atomic under
+# the GIL, so concurrent calls on several threads still get distinct numbers.
 _fresh_ids = itertools.count(1)
 
 
@@ -69,7 +76,7 @@ class Expression(TreeNode):
     _nullable: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
     _null_intolerant: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
 
-    _child_kinds = EXPR_KINDS
+    _child_item = Item.EXPR
     _args = ()
     #: Whether a NULL input always gives a NULL result (Catalyst's ``nullIntolerant``), for
     #: classes built in Python; decoded expressions carry what Catalyst said.
@@ -132,11 +139,8 @@ class Expression(TreeNode):
         return self.sql()
 
     def sql(self) -> str:
-        args = ", ".join(_show(getattr(self, n)) for n, k in self._args if k in _SHOWN_KINDS)
+        args = ", ".join(_show(getattr(self, n)) for n, k in self._args if k.shown)
         return f"{_display_name(self)}({args})"
-
-
-_SHOWN_KINDS = {"e", "e?", "es", "ess", "eps", "t", "s", "s?", "i", "l", "d", "b", "c"}
 
 
 def _display_name(e) -> str:

@@ -204,9 +204,3 @@ class RuleExecutor:
             result.steps.append(Step(batch.name, r.name, plan, new, time.perf_counter() - start))
         result.plan = new
 
-
-def builtin_batches() -> tuple[Batch, ...]:
-    """sparkext's own rules, in the order they run (see :mod:`sparkext.rules`)."""
-    from sparkext.rules import BATCHES
-
-    return BATCHES

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sparkext._tree import TreeNode, _flatten, _unflatten, arg, mirror
+from sparkext._tree import TreeNode, arg, mirror
 from sparkext.expressions import (
     AttributeReference,
     Expression,
@@ -24,6 +24,7 @@ from sparkext.expressions import (
     Value,
     to_attribute,
 )
+from sparkext.kinds import Item, Kind, Shape
 
 _L = "org.apache.spark.sql.catalyst.plans.logical."
 
@@ -55,7 +56,7 @@ class LogicalPlan(TreeNode):
     def expressions(self) -> tuple[Expression, ...]:
         """Every top-level expression of this node, in constructor order (as Catalyst)."""
         return self._cached("expressions", lambda: tuple(
-            e for name, how in self._expr_fields for e in _flatten(getattr(self, name), how)))
+            e for name, shape in self._expr_fields for e in shape.flatten(getattr(self, name))))
 
     @property
     def references(self) -> frozenset:
@@ -75,8 +76,8 @@ class LogicalPlan(TreeNode):
         if all(a is b for a, b in zip(old, new)):
             return self
         it = iter(new)
-        return self.copy(**{name: _unflatten(getattr(self, name), how, it)
-                            for name, how in self._expr_fields})
+        return self.copy(**{name: shape.unflatten(getattr(self, name), it)
+                            for name, shape in self._expr_fields})
 
     def transform_expressions_up(self, fn: Callable[[Expression], Expression]):
         return self.map_expressions(lambda e: e.transform_up(fn))
@@ -88,7 +89,7 @@ class LogicalPlan(TreeNode):
 
     def simple_string(self) -> str:
         args = ", ".join(_show_arg(getattr(self, n), k) for n, k in self._args
-                         if k not in ("p", "ps") and not _is_default(self, n))
+                         if k.item is not Item.PLAN and not _is_default(self, n))
         return f"{type(self).__name__} {args}".rstrip()
 
     def tree_string(self) -> str:
@@ -117,9 +118,9 @@ def _is_default(node, name: str) -> bool:
     return f.default is not dataclasses.MISSING and getattr(node, name) == f.default
 
 
-def _show_arg(v, kind: str) -> str:
+def _show_arg(v, kind: Kind) -> str:
     if isinstance(v, tuple):
-        if kind == "ess":
+        if kind.shape is Shape.SEQS:
             return "[" + ", ".join("[" + ", ".join(map(repr, s)) + "]" for s in v) + "]"
         return "[" + ", ".join(map(repr, v)) + "]"
     return repr(v)

@@ -200,7 +200,7 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     """
     from pyspark.java_gateway import ensure_callback_server_started
 
-    from sparkext.optimizer import builtin_batches
+    from sparkext.rules import builtin_batches
 
     if rules is not None and batches is not None:
         raise ValueError("pass rules= or batches=, not both")

@@ -4,10 +4,11 @@
 can go back (the end of daylight saving, a historical change of offset): for some zones
 and units a later instant truncates to an earlier value. Each request names the
 session's time zone and the truncations its history can reverse (computed on the JVM,
-from the zone rules Spark evaluates with: ``io.sparkext.ZoneFacts``); this module keeps
-what it has been told, per zone id. A zone nobody has described is assumed to reverse
-everything, so an analysis without the JVM stays silent unless the zone has one fixed
-offset.
+from the zone rules Spark evaluates with: ``io.sparkext.ZoneFacts``). The request's
+header is the call's :class:`~sparkext.context.CallContext`, and this module answers from
+the current one. A zone the call has not described (or an analysis outside any call) is
+assumed to reverse everything, so an analysis without the JVM stays silent unless the
+zone has one fixed offset.
 
 Units: ``"date"`` (the local date: ``cast(ts as date)``, and ``date_trunc`` to week,
 month, quarter or year), ``"MINUTES"``, ``"HOURS"``, ``"DAYS"`` (``date_trunc`` to
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-_BREAKS: dict[str, frozenset[str]] = {}
+from sparkext import context
 
 #: Ids with one offset for all time: no transitions, nothing reversed.
 _FIXED = re.compile(r"(?:(?:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)?|Z"
@@ -26,9 +27,13 @@ _FIXED = re.compile(r"(?:(?:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)?|
                     r"|GMT[+-]\d{1,2}))")
 
 
-def learn(zone_id: str, breaks) -> None:
-    """Records what the JVM says ``zone_id``'s rules can reverse."""
-    _BREAKS[zone_id] = frozenset(breaks)
+def reverses(zone_id: str) -> frozenset[str] | None:
+    """The truncations the current call says ``zone_id``'s rules can reverse; None when
+    the call does not describe that zone."""
+    ctx = context.current()
+    if ctx is None or ctx.time_zone != zone_id:
+        return None
+    return ctx.time_zone_reverses
 
 
 def keeps_order(zone_id: str | None, unit: str) -> bool:
@@ -36,7 +41,7 @@ def keeps_order(zone_id: str | None, unit: str) -> bool:
     earlier value."""
     if zone_id is None:
         return False
-    known = _BREAKS.get(zone_id)
+    known = reverses(zone_id)
     if known is not None:
         return unit not in known
     return _FIXED.fullmatch(zone_id) is not None

@@ -13,7 +13,8 @@ import pytest
 
 import sparkext
 from sparkext.catalyst import excluded_rules_conf
-from sparkext.optimizer import Rule, RuleExecutor, builtin_batches
+from sparkext.optimizer import Rule, RuleExecutor
+from sparkext.rules import builtin_batches
 from tests.conftest import conf, rules_enabled
 from tests.corpus.pipelines import PIPELINES
 from tests.rows import assert_same_rows, collect

@@ -19,7 +19,6 @@ from sparkext.codec import (
     MapValue,
     WireError,
     encode_answer,
-    encode_request,
     request_document,
     value_in,
     value_out,
@@ -56,6 +55,7 @@ from sparkext.plan import (
     Window,
 )
 from sparkext.optimizer import Batch, Once, RuleExecutor
+from sparkext.testing.request_encoder import encode_request
 
 
 def attr(name, i, t=T.INT, nullable=True):
@@ -232,6 +232,14 @@ def test_decimal_values_that_fit_keep_every_digit():
     # More digits than Python's default decimal context holds (28): nothing rounded.
     wide = "9999999999999999999999999999.9"
     assert value_out(decimal.Decimal(wide), "decimal(29,1)") == wide
+
+
+def test_zero_fits_a_decimal_with_no_integer_digits():
+    # decimal(p, p) holds no integer digit, and zero needs none: cast(0 as decimal(4,4)).
+    assert value_out(decimal.Decimal("0.0000"), "decimal(4,4)") == "0.0000"
+    assert value_out(0, "decimal(4,4)") == "0"
+    assert value_out(decimal.Decimal("-0.00"), "decimal(38,38)") == "-0.00"
+    assert value_in("0.0000", "decimal(4,4)") == 0
 
 
 def test_nan_travels_as_text():

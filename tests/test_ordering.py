@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkext import timezones
 from sparkext import types as T
+from sparkext.context import CallContext, scoped
 from sparkext.expressions import (
     Add,
     Alias,
@@ -99,8 +99,16 @@ def P(*keys):
 
 HOUR = TruncTimestamp(lit("HOUR"), ts, "UTC")
 # A zone whose local date and day truncation go back somewhere in its history, as the JVM
-# would describe America/Sitka (sparkext.timezones).
-timezones.learn("Test/Backwards", ["date", "DAYS"])
+# would describe America/Sitka (sparkext.timezones): every test here runs as inside a call
+# from a session in that zone.
+BACKWARDS = CallContext(time_zone="Test/Backwards",
+                        time_zone_reverses=frozenset({"date", "DAYS"}))
+
+
+@pytest.fixture(autouse=True)
+def _in_a_call_from_a_backwards_zone():
+    with scoped(BACKWARDS):
+        yield
 
 
 def trunc(unit, zone="Test/Backwards"):

@@ -19,9 +19,10 @@ import pytest
 
 import sparkext
 from sparkext import Batch, Once, _tree
-from sparkext.codec import Decoded, encode_request
+from sparkext.codec import Decoded
 from sparkext.expressions import Literal
 from sparkext.plan import ExistenceJoin, Join, LogicalPlan, Opaque, Relation
+from sparkext.testing.request_encoder import encode_request
 from sparkext.testing.rules import copy_nodes, rebuild_everything
 from tests.conftest import apply_rules, conf, dataframe_of, request_document, rules_enabled
 from tests.corpus.pipelines import PIPELINES

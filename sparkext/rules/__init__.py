@@ -40,7 +40,13 @@ BATCHES: tuple[Batch, ...] = (
     Batch("sorts", FixedPoint(100), (SIMPLIFY_SORT_KEYS, ELIMINATE_SORTS)),
 )
 
-__all__ = ["BATCHES", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS", "PRUNE_SUBQUERY_INPUTS",
+
+def builtin_batches() -> tuple[Batch, ...]:
+    """sparkext's own rules, in the order they run: what ``sparkext.enable(spark)`` runs.
+    (Here, not in sparkext.optimizer: the rules build on the optimizer, never the reverse.)"""
+    return BATCHES
+
+__all__ = ["BATCHES", "builtin_batches", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS", "PRUNE_SUBQUERY_INPUTS",
            "PUSH_DOWN_FILTERS",
            "SIMPLIFY_SORT_KEYS", "eliminate_sorts", "infer_filters", "prune_columns",
            "push_down_filters", "simplify_sort_keys"]

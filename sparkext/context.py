@@ -1,0 +1,74 @@
+"""What one optimizer call knows besides its plan: the request header, as a frozen object.
+
+The JVM's header carries the session's time zone and the truncations its rules can
+reverse, the sparkext rules switched off, Catalyst's own excluded rules, the call's id
+and its position (docs/wire-format.md). :class:`CallContext` holds them for the length
+of the call: the bridge builds it from the header and scopes it with :func:`scoped`
+(a ``contextvars`` variable, so concurrent calls on several threads each see their own),
+and code on the call path that needs one of them asks :func:`current`. Nothing about a
+call is kept in a module global, so nothing leaks from one call into the next.
+
+    >>> from sparkext.context import CallContext, current, scoped
+    >>> with scoped(CallContext.from_header({"id": 7, "tz": "Europe/Paris"})):
+    ...     current().call_id, current().time_zone
+    (7, 'Europe/Paris')
+    >>> current() is None
+    True
+
+A new per-call setting (ANSI mode, a top-K threshold, ...) is one field here, read in
+:meth:`CallContext.from_header`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """The settings of one optimizer call."""
+
+    call_id: int | None = None
+    #: where the JVM runs the rules: ``"once"`` or ``"fixed_point"`` (sparkext.optimizer)
+    position: str | None = None
+    #: the session's time zone id (``spark.sql.session.timeZone``)
+    time_zone: str | None = None
+    #: the truncations the time zone's rules can reverse (sparkext.timezones)
+    time_zone_reverses: frozenset[str] = frozenset()
+    #: sparkext rules switched off (``spark.sparkext.excludedRules``)
+    excluded: frozenset[str] = frozenset()
+    #: Catalyst rules switched off (``spark.sql.optimizer.excludedRules``), short names
+    catalyst_excluded: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_header(cls, header: dict) -> CallContext:
+        return cls(
+            call_id=header.get("id"),
+            position=header.get("pos"),
+            time_zone=header.get("tz"),
+            time_zone_reverses=frozenset(header.get("tz_breaks", ())),
+            excluded=frozenset(header.get("excluded", ())),
+            catalyst_excluded=frozenset(header.get("catalyst_excluded", ())),
+        )
+
+
+_current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "sparkext_call", default=None)
+
+
+def current() -> CallContext | None:
+    """The context of the call running on this thread, or None outside a call."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def scoped(ctx: CallContext) -> Iterator[CallContext]:
+    """Makes ``ctx`` the current context for the block (restored after, even on error)."""
+    token = _current.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current.reset(token)
