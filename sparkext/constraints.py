@@ -10,10 +10,11 @@ Derivation per node (only deterministic predicates over the node's own output ar
 | --- | --- |
 | Relation | ``IsNotNull`` of its non-nullable columns |
 | Filter | the child's, plus the filter's conjuncts (not those with correlated subqueries) |
-| Project, Aggregate | the child's, re-expressed through aliases (``x AS a`` adds ``a <=> x`` and every constraint on ``x`` as one on ``a``); an aggregate's only through its grouping outputs |
+| Project, Aggregate | the child's, re-expressed through aliases (``x AS a`` adds ``a <=> x`` and every constraint on ``x`` as one on ``a``); an aggregate's only through its grouping outputs, and only those that cannot tell ``-0.0`` from ``0.0`` or one NaN from another in a floating-point key (grouping outputs one of them) |
+| Distinct, Deduplicate | the child's that cannot tell apart the values grouping normalises in a key (as for Aggregate) |
 | Join | inner: both sides' and the condition's conjuncts; left semi: left's and the condition's; left outer/single, anti, existence: left's; right outer: right's; full outer: none |
 | Union | those every child has (columns matched by position) |
-| Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias, Distinct, Deduplicate | the child's (restricted to the output) |
+| Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias | the child's (restricted to the output) |
 | Expand, Opaque | none |
 
 Each set is closed under the inferences of Catalyst 4.3's ``ConstraintHelper``:
@@ -66,16 +67,18 @@ from sparkext.plan import (
     Window,
 )
 from sparkext.predicates import (
+    blind_to_normalisation,
     contains_aggregate,
     contains_correlated_subquery,
+    float_keys,
+    normalised_columns,
     replace_attributes,
     split_conjuncts,
 )
 from sparkext.types import BOOLEAN
 
 _PASS_THROUGH = (Window, Generate, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
-                 RepartitionByExpression, RebalancePartitions, SubqueryAlias, Distinct,
-                 Deduplicate)
+                 RepartitionByExpression, RebalancePartitions, SubqueryAlias)
 
 
 class Constraints:
@@ -304,7 +307,15 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
             return _aliased(constraints(child), exprs)
         case Aggregate(aggregate_expressions=exprs, child=child):
             grouping_outputs = [e for e in exprs if not contains_aggregate(e)]
-            return _aliased(constraints(child), grouping_outputs)
+            # Every output is computed from the normalised keys: what the child's rows
+            # satisfy holds above only where it cannot tell normalised values apart.
+            normalised = normalised_columns(plan.grouping_expressions)
+            below = _grouped(constraints(child), (), normalised)
+            return _grouped(_aliased(below, grouping_outputs), plan.output)
+        case Distinct(child=child):
+            return _grouped(constraints(child), plan.output)
+        case Deduplicate(keys=keys, child=child):
+            return _grouped(constraints(child), keys)
         case Join(left=left, right=right, join_type=jt, condition=cond):
             on = [c for c in split_conjuncts(cond) if not contains_correlated_subquery(c)]
             if jt in ("Inner", "Cross"):
@@ -322,6 +333,15 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
             return list(constraints(plan.children[0]))
         case _:
             return []
+
+
+def _grouped(child, keys, ids=frozenset()) -> list[Expression]:
+    """What holds of every row below a grouping and still holds of the one value it
+    outputs for each group: grouping outputs one representative of ``-0.0``/``0.0`` and of
+    the NaNs, so a predicate that can tell them apart (``CAST(d AS STRING) = '-0.0'``) holds
+    below and not above. ``keys``: the grouping columns; ``ids``: more column ids."""
+    ids = float_keys(keys) | ids
+    return [c for c in child if blind_to_normalisation(c, ids)]
 
 
 def _aliased(child: Constraints, named) -> list[Expression]:

@@ -13,7 +13,14 @@ from sparkext.expressions import (
     Alias,
     And,
     AttributeReference,
+    BinaryComparison,
+    Cast,
     Expression,
+    In,
+    InSet,
+    IsNaN,
+    IsNotNull,
+    IsNull,
     OpaqueExpression,
     Or,
 )
@@ -141,3 +148,56 @@ def can_move_next_to(e: Expression, output_ids: frozenset) -> bool:
 
 def semantic_set(exprs: Iterable[Expression]) -> set:
     return {e.semantic_key() for e in exprs}
+
+
+# Predicates whose result is the same for every representative of a class of values that
+# compare equal: Spark compares floating point with -0.0 = 0.0 and NaN = NaN (and NaN above
+# every other value), so a comparison cannot tell -0.0 from 0.0 or one NaN from another.
+_NORMALISATION_BLIND = (BinaryComparison, IsNull, IsNotNull, IsNaN, In, InSet)
+
+
+def float_keys(attrs: Iterable[AttributeReference]) -> frozenset:
+    """The ids of the columns among ``attrs`` whose values grouping normalises (a float or
+    double, or a nested type holding one)."""
+    return frozenset(a.expr_id for a in attrs if a.data_type.has_floating_point)
+
+
+def normalised_columns(grouping: Iterable[Expression]) -> frozenset:
+    """The ids of the floating-point columns whose values grouping by ``grouping``
+    normalises: those read by a grouping expression of a floating-point type. Everything
+    the grouping node outputs is computed from the normalised key, so below it a
+    predicate must not tell their values apart (grouping by ``CAST(d AS STRING)``
+    normalises nothing: -0.0 and 0.0 are two keys)."""
+    return frozenset(a.expr_id for g in grouping if g.data_type.has_floating_point
+                     for a in g.walk() if isinstance(a, AttributeReference)
+                     and a.data_type.has_floating_point)
+
+
+def blind_to_normalisation(e: Expression, ids: frozenset) -> bool:
+    """Whether ``e`` gives the same result whichever representative of its equality class
+    (``-0.0`` or ``0.0``; one NaN or another) each column of ``ids`` holds.
+
+    Grouping (Aggregate, Distinct, Deduplicate, a Window's partitions) puts ``-0.0`` and
+    ``0.0`` in one group, and all NaNs in one, and outputs one value for the group: a
+    predicate over such a key may move across the grouping only when it cannot tell the
+    members of a group apart. It cannot when every path from a column of ``ids`` up to the
+    predicate's root passes a comparison (``=, <, <=, >, >=, <=>``, ``IN``), ``IsNull``,
+    ``IsNotNull`` or ``IsNaN`` first, through nothing but casts to numeric types (which map
+    equal values to equal values). Anything else (a cast to string, arithmetic, a function)
+    is taken to see the difference: ``CAST(-0.0 AS STRING)`` is ``'-0.0'``."""
+    if not ids or not (e.references & ids):
+        return True
+
+    def blind(x: Expression, consumed_by_comparison: bool) -> bool:
+        if isinstance(x, AttributeReference):
+            return consumed_by_comparison or x.expr_id not in ids
+        if not (x.references & ids):
+            return True
+        if isinstance(x, Cast) and x.to.is_numeric:
+            return blind(x.child, consumed_by_comparison)
+        if isinstance(x, OpaqueExpression) and x.references_ is not None:
+            return False  # a subquery reading the column: what it does with it is unknown
+        below = isinstance(x, _NORMALISATION_BLIND)
+        return all(blind(c, below) for c in x.children)
+    return blind(e, False)
+

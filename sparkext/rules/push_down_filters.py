@@ -18,15 +18,27 @@ the conjuncts after it stay after it.
 | --- | --- |
 | Filter | always (the two are combined, lower first, duplicates dropped), unless the lower filter is non-deterministic |
 | Project | every projected expression is deterministic; aliases are replaced by what they name |
-| Aggregate | it reads only grouping outputs (aliases of grouping expressions replaced); never for a global aggregate, nor when an aggregate or grouping expression is non-deterministic |
-| Window | it reads only attributes the window is partitioned by, and every window expression is deterministic |
+| Aggregate | it reads only grouping outputs (aliases of grouping expressions replaced); never for a global aggregate, nor when an aggregate or grouping expression is non-deterministic; it cannot tell normalised floating-point keys apart (below) |
+| Window | it reads only attributes the window is partitioned by, and every window expression is deterministic; it cannot tell normalised floating-point keys apart |
 | Union | always: into every child, columns mapped by position |
 | Generate | it reads no generator output and the generator is deterministic |
 | Expand | it reads only columns every projection passes through unchanged |
-| Sort, Repartition, RepartitionByExpression, RebalancePartitions, SubqueryAlias, Distinct | always |
-| Deduplicate | it reads only the deduplication keys |
+| Sort, Repartition, RepartitionByExpression, RebalancePartitions, SubqueryAlias | always |
+| Distinct | it cannot tell normalised floating-point keys apart |
+| Deduplicate | it reads only the deduplication keys, and cannot tell normalised floating-point keys apart |
 | Join | by join type, below |
 | Limit, Sample, Opaque, Relation | never |
+
+**Floating-point grouping keys.** Grouping (Aggregate, Distinct, Deduplicate, a Window's
+partitions) puts ``-0.0`` and ``0.0`` in one group, and every NaN in one, and outputs one
+value for the group (Catalyst's ``NormalizeFloatingNumbers``). Below the grouping a
+conjunct sees each row's own value: it may move only if it gives the same result for every
+member of a group, which :func:`sparkext.predicates.blind_to_normalisation` decides: each
+floating-point key (float, double, or a nested type holding one) reaches the conjunct's
+root only through a comparison (``=, <, <=, >, >=, <=>``, ``IN``), ``IsNull``,
+``IsNotNull`` or ``IsNaN``, with nothing but casts to numeric types on the way. Catalyst
+pushes ``CAST(d AS STRING) = '0.0'`` below ``GROUP BY d`` and counts one row of three
+(tests/corpus/catalyst_wrong.py).
 
 A conjunct with a subquery never moves next to attributes of the subquery's own output ids
 (the subquery's rewrite into a join would see them twice), nor into a join condition.
@@ -94,11 +106,14 @@ from sparkext.plan import (
 )
 from sparkext.predicates import (
     alias_map,
+    blind_to_normalisation,
     can_move_next_to,
     conjoin,
     contains_aggregate,
     contains_subquery,
     deterministic_prefix,
+    float_keys,
+    normalised_columns,
     replace_aliases,
     replace_attributes,
     semantic_set,
@@ -108,7 +123,7 @@ from sparkext.predicates import (
 __all__ = ["push_down_filters"]
 
 _ALWAYS_THROUGH = (Sort, Repartition, RepartitionByExpression, RebalancePartitions,
-                   SubqueryAlias, Distinct)
+                   SubqueryAlias)
 
 # Which sides each join type lets conjuncts filter: (WHERE: left, right), (ON: left, right).
 _WHERE_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_OUTER: (True, False),
@@ -155,14 +170,18 @@ def _above(conjuncts: list, node: LogicalPlan) -> LogicalPlan:
 
 
 def _moving(movable: list, target: LogicalPlan, allowed: Callable[[Expression], bool],
-            rewrite: Callable[[Expression], Expression] = lambda c: c):
+            rewrite: Callable[[Expression], Expression] = lambda c: c,
+            grouped: frozenset = frozenset()):
     """Splits ``movable`` into (rewritten conjuncts that go to ``target``, the ones that
-    stay), both in their original order."""
+    stay), both in their original order. ``grouped``: the columns of ``target`` that the
+    node being crossed groups by and normalises (floating-point keys); a conjunct that
+    could tell their values apart stays above."""
     moved, stay = [], []
     ids = target.output_ids
     for c in movable:
         r = rewrite(c)
-        if allowed(r) and r.references <= ids and can_move_next_to(r, ids):
+        if allowed(r) and r.references <= ids and can_move_next_to(r, ids) \
+                and blind_to_normalisation(r, grouped):
             moved.append(r)
         else:
             stay.append(c)
@@ -174,9 +193,9 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
     if not movable:
         return f
 
-    def through(allowed, rebuild, rewrite=lambda c: c):
+    def through(allowed, rebuild, rewrite=lambda c: c, grouped=frozenset()):
         below = child.children[0]
-        moved, stay = _moving(movable, below, allowed, rewrite)
+        moved, stay = _moving(movable, below, allowed, rewrite, grouped)
         if not moved:
             return f
         return _above(stay + pinned, rebuild(Filter(conjoin(moved), below)))
@@ -201,12 +220,14 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
                 groups and all(e.deterministic for e in groups + aggs)):
             aliases = {k: v for k, v in alias_map(aggs).items() if not contains_aggregate(v)}
             return through(lambda c: not contains_aggregate(c), lambda b: child.copy(child=b),
-                           lambda c: replace_aliases(c, aliases))
+                           lambda c: replace_aliases(c, aliases), normalised_columns(groups))
 
         case Window(window_expressions=wexprs, partition_spec=parts) if all(
                 e.deterministic for e in wexprs):
-            keys = frozenset(p.expr_id for p in parts if isinstance(p, AttributeReference))
-            return through(lambda c: c.references <= keys, lambda b: child.copy(child=b))
+            keys = [p for p in parts if isinstance(p, AttributeReference)]
+            key_ids = frozenset(p.expr_id for p in keys)
+            return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b),
+                           grouped=float_keys(keys))
 
         case Generate(generator=gen) if gen.deterministic:
             return through(anything, lambda b: child.copy(child=b))
@@ -221,7 +242,12 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
 
         case Deduplicate(keys=keys):
             key_ids = frozenset(k.expr_id for k in keys)
-            return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b))
+            return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b),
+                           grouped=float_keys(keys))
+
+        case Distinct():
+            return through(anything, lambda b: child.copy(child=b),
+                           grouped=float_keys(child.output))
 
         case _ if isinstance(child, _ALWAYS_THROUGH):
             return through(anything, lambda b: child.with_new_children([b]))
