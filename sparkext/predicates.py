@@ -14,13 +14,19 @@ from sparkext.expressions import (
     And,
     AttributeReference,
     BinaryComparison,
+    CaseWhen,
     Cast,
+    Coalesce,
+    EqualNullSafe,
     Expression,
+    If,
     In,
     InSet,
     IsNaN,
     IsNotNull,
     IsNull,
+    Literal,
+    Not,
     OpaqueExpression,
     Or,
 )
@@ -201,3 +207,149 @@ def blind_to_normalisation(e: Expression, ids: frozenset) -> bool:
         return all(blind(c, below) for c in x.children)
     return blind(e, False)
 
+
+# -- null rejection, by evaluation ---------------------------------------------------------
+#
+# Catalyst's EliminateOuterJoin asks whether a predicate is NULL or false when the
+# NULL-padded side's columns are NULL by evaluating it on a row of NULLs. The evaluator
+# below does the same over mirrored expressions, in three-valued logic, with what it cannot
+# evaluate left open: an expression's result is the set of values it may take (``None`` is
+# NULL; ``_ANY`` is any value at all, NULL included).
+
+_ANY = object()
+_UNKNOWN = frozenset({_ANY})
+_BOOLEANS = frozenset({True, False, None})
+_CONSTANT_COMPARE = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
+                     "LessThanOrEqual": lambda x, y: x <= y,
+                     "GreaterThan": lambda x, y: x > y,
+                     "GreaterThanOrEqual": lambda x, y: x >= y}
+
+
+def rejects_nulls(c: Expression, ids: frozenset) -> bool:
+    """Whether predicate ``c`` is NULL or false on every row where the columns ``ids`` are
+    NULL (whatever the other columns hold), decided by evaluating it with those columns
+    NULL, as Catalyst's ``EliminateOuterJoin`` does. What the evaluator cannot decide
+    counts as possibly true: such a predicate does not reject."""
+    if not c.deterministic:
+        return False
+    possible = evaluate_with_nulls(c, ids)
+    return True not in possible and _ANY not in possible
+
+
+def evaluate_with_nulls(e: Expression, ids: frozenset) -> frozenset:
+    """The values ``e`` may take when the columns ``ids`` are NULL and every other column
+    may hold anything: a set of Python values (``None`` for NULL), where ``_ANY`` stands
+    for any value. Evaluates literals, NULL checks, AND/OR/NOT, IF, CASE WHEN, COALESCE,
+    ``<=>``, comparisons of constants and NULL propagation through null-intolerant
+    expressions; anything else may take any value."""
+    match e:
+        case AttributeReference():
+            return frozenset({None}) if e.expr_id in ids else _UNKNOWN
+        case Literal(value=v):
+            return frozenset({v}) if _hashable_value(v) else _UNKNOWN
+        case IsNull(child=x):
+            return _is_null(evaluate_with_nulls(x, ids))
+        case IsNotNull(child=x):
+            return frozenset(_not(v) for v in _is_null(evaluate_with_nulls(x, ids)))
+        case And(left=a, right=b):
+            return _combine(_and, evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
+        case Or(left=a, right=b):
+            return _combine(_or, evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
+        case Not(child=x):
+            return frozenset(_not(v) for v in _as_booleans(evaluate_with_nulls(x, ids)))
+        case If(predicate=p, true_value=t, false_value=f):
+            return _branches([(p, t)], f, ids)
+        case CaseWhen(branches=branches, else_value=otherwise):
+            return _branches(list(branches), otherwise, ids)
+        case Coalesce(children_=children):
+            return _coalesce(children, ids)
+        case EqualNullSafe(left=a, right=b):
+            return _null_safe_equal(evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
+    if not e.deterministic:
+        return _UNKNOWN
+    children = [evaluate_with_nulls(c, ids) for c in e.children]
+    if e.null_intolerant and any(c == {None} for c in children):
+        return frozenset({None})
+    if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in children):
+        (x,), (y,) = children
+        return _compare_constants(type(e).__name__, x, y)
+    return _UNKNOWN
+
+
+def _hashable_value(v) -> bool:
+    return v is None or isinstance(v, (bool, int))
+
+
+def _as_booleans(values: frozenset) -> frozenset:
+    return _BOOLEANS if _ANY in values or not values <= _BOOLEANS else values
+
+
+def _not(v):
+    return None if v is None else not v
+
+
+def _and(a, b):
+    if a is False or b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def _or(a, b):
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+def _combine(op, xs: frozenset, ys: frozenset) -> frozenset:
+    return frozenset(op(x, y) for x in _as_booleans(xs) for y in _as_booleans(ys))
+
+
+def _is_null(values: frozenset) -> frozenset:
+    if _ANY in values:
+        return frozenset({True, False})
+    return frozenset(v is None for v in values)
+
+
+def _branches(branches: list, otherwise: Expression | None, ids: frozenset) -> frozenset:
+    """CASE WHEN: each branch's value where its condition may be true, and the rest may go
+    on to the next branch (a NULL condition is not true)."""
+    out: set = set()
+    for condition, value in branches:
+        possible = _as_booleans(evaluate_with_nulls(condition, ids))
+        if True in possible:
+            out |= evaluate_with_nulls(value, ids)
+        if not possible - {True}:
+            return frozenset(out)
+    out |= {None} if otherwise is None else evaluate_with_nulls(otherwise, ids)
+    return frozenset(out)
+
+
+def _coalesce(children, ids: frozenset) -> frozenset:
+    out: set = set()
+    for c in children:
+        values = evaluate_with_nulls(c, ids)
+        out |= values - {None}
+        if None not in values and _ANY not in values:
+            return frozenset(out)
+    return frozenset(out | {None})
+
+
+def _null_safe_equal(xs: frozenset, ys: frozenset) -> frozenset:
+    if _ANY in xs or _ANY in ys:
+        return frozenset({True, False})
+    return frozenset((x is None and y is None) or (
+        x is not None and y is not None and type(x) is type(y) and x == y)
+        for x in xs for y in ys)
+
+
+def _compare_constants(op: str, x, y) -> frozenset:
+    """A comparison of two known values: NULL when either is; decided for two booleans or
+    two integers (whose order is Spark's; not strings, which a collation may order
+    otherwise, nor floating point); else unknown."""
+    if x is None or y is None:
+        return frozenset({None})
+    compare = _CONSTANT_COMPARE.get(op)
+    if compare is None or x is _ANY or y is _ANY or type(x) is not type(y) \
+            or not isinstance(x, (bool, int)):
+        return _UNKNOWN
+    return frozenset({compare(x, y)})

@@ -16,6 +16,7 @@ from sparkext.expressions import (
     EqualTo,
     Explode,
     GreaterThan,
+    If,
     IsNotNull,
     IsNull,
     LessThan,
@@ -93,6 +94,12 @@ CASES = {
                Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
     "a full outer join rejected on one side becomes a left outer join":
         Filter(GreaterThan(L.b, lit(1)), Join(L.rel, R.rel, "FullOuter", EqualTo(L.a, R.x))),
+    "an outer join is eliminated by evaluation: if(isnull(y), 0, x) > 0 is false for NULLs":
+        Filter(GreaterThan(If(IsNull(R.y), lit(0), R.x), lit(0)),
+               Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
+    "a conjunct that is true for NULLs keeps the outer join: if(isnull(y), 1, x) > 0":
+        Filter(GreaterThan(If(IsNull(R.y), lit(1), R.x), lit(0)),
+               Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
     "a conjunct that keeps NULL-padded rows does not change the join type":
         Filter(Or(IsNull(R.y), GreaterThan(R.y, lit(1))),
                Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),

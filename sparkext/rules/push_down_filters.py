@@ -60,8 +60,12 @@ side may only lose rows that could not have matched: only ON conjuncts may filte
 Before that, an outer join whose null-supplying side a WHERE conjunct rejects becomes an
 inner one (Catalyst's ``EliminateOuterJoin``, which cannot see a filter that has not yet
 come down to the join): a conjunct that is NULL or false whenever that side's columns are
-NULL — it reaches one of them through null-intolerant operations only, or is ``IsNotNull``
-of such an expression — drops every row the outer join padded with NULLs. Left and right
+NULL drops every row the outer join padded with NULLs. As Catalyst does, this is decided
+by evaluation (:func:`sparkext.predicates.rejects_nulls`): the conjunct is evaluated in
+three-valued logic with that side's columns NULL and every other column unknown, through
+NULL propagation, IF, CASE WHEN, COALESCE, NULL checks and AND/OR/NOT; what cannot be
+evaluated may be true, and does not reject. So ``if(isnull(alwaysTrue), 0, count) > 0``,
+the filter a correlated scalar subquery leaves, rejects the NULL-padded rows (``0 > 0``). Left and right
 outer joins become inner joins; a full outer join becomes left, right or inner.
 A WHERE conjunct that joins the two sides becomes part of an inner join's condition,
 after the conjuncts already there. From a join condition conjunct over both sides, the
@@ -76,7 +80,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sparkext.constraints import constraints
-from sparkext.expressions import And, AttributeReference, Expression, IsNotNull, Or
+from sparkext.expressions import And, AttributeReference, Expression, Or
 from sparkext.plan import (
     CROSS,
     FULL_OUTER,
@@ -114,6 +118,7 @@ from sparkext.predicates import (
     deterministic_prefix,
     float_keys,
     normalised_columns,
+    rejects_nulls,
     replace_aliases,
     replace_attributes,
     semantic_set,
@@ -292,29 +297,6 @@ def _without_rejected_outer_sides(join: Join, conjuncts: list) -> Join:
            (FULL_OUTER, True, True): INNER, (FULL_OUTER, True, False): LEFT_OUTER,
            (FULL_OUTER, False, True): RIGHT_OUTER}.get((jt, left_rejected, right_rejected))
     return join if new is None else join.copy(join_type=new)
-
-
-def _null_when_null(e: Expression, ids: frozenset) -> bool:
-    """Whether ``e`` is NULL whenever the columns ``ids`` are."""
-    if isinstance(e, AttributeReference):
-        return e.expr_id in ids
-    return e.null_intolerant and e.deterministic and any(
-        _null_when_null(c, ids) for c in e.children)
-
-
-def rejects_nulls(c: Expression, ids: frozenset) -> bool:
-    """Whether predicate ``c`` is NULL or false whenever the columns ``ids`` are NULL."""
-    if not c.deterministic:
-        return False
-    match c:
-        case IsNotNull(child=x):
-            return _null_when_null(x, ids)
-        case And(left=a, right=b):
-            return rejects_nulls(a, ids) or rejects_nulls(b, ids)
-        case Or(left=a, right=b):
-            return rejects_nulls(a, ids) and rejects_nulls(b, ids)
-        case _:
-            return _null_when_null(c, ids)
 
 
 def _classify(conjuncts: list, left: LogicalPlan, right: LogicalPlan):
