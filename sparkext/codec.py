@@ -29,6 +29,7 @@ from sparkext.expressions import (
     OpaqueExpression,
     Value,
 )
+from sparkext.joins import JoinType, OpaqueJoinType
 from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 from sparkext.wire import VERSION
@@ -364,7 +365,7 @@ class Decoded:
             return None if v is None else Value(v["s"], v["v"])
         if kind == "jt":
             if isinstance(v, str):
-                return v
+                return JoinType.from_wire(v)
             if "ExistenceJoin" in v:
                 return ExistenceJoin(self.expr(v["ExistenceJoin"]))
             return Value(v["s"], v["v"])
@@ -517,11 +518,11 @@ class _Encoder:
         if kind in ("x", "x?"):
             return None if v is None else self._value(v)
         if kind == "jt":
-            if isinstance(v, str):
-                return v
             if isinstance(v, ExistenceJoin):
                 return {"ExistenceJoin": self.expr(v.exists)}
-            return self._value(v)
+            if isinstance(v, OpaqueJoinType):
+                return self._value(v.value)
+            return v.wire
         if kind == "aid":
             return [v.name, list(v.qualifier)]
         return v

@@ -57,7 +57,6 @@ from sparkext.plan import (
     Aggregate,
     Deduplicate,
     Distinct,
-    ExistenceJoin,
     Filter,
     Generate,
     GlobalLimit,
@@ -370,16 +369,11 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
         case Deduplicate(keys=keys, child=child):
             return _grouped(constraints(child), keys)
         case Join(left=left, right=right, join_type=jt, condition=cond):
+            from_left, from_right, from_condition = jt.facts.constraints_from
             on = [c for c in split_conjuncts(cond) if not contains_correlated_subquery(c)]
-            if jt in ("Inner", "Cross"):
-                return [*constraints(left), *constraints(right), *on]
-            if jt == "LeftSemi":
-                return [*constraints(left), *on]
-            if jt in ("LeftOuter", "LeftSingle", "LeftAnti") or isinstance(jt, ExistenceJoin):
-                return list(constraints(left))
-            if jt == "RightOuter":
-                return list(constraints(right))
-            return []
+            return [*(constraints(left) if from_left else ()),
+                    *(constraints(right) if from_right else ()),
+                    *(on if from_condition else ())]
         case Union(children=children):
             return _common(plan.output, children)
         case _ if isinstance(plan, _PASS_THROUGH):

@@ -88,7 +88,6 @@ from sparkext.plan import (
     Aggregate,
     Deduplicate,
     Distinct,
-    ExistenceJoin,
     Filter,
     Generate,
     GlobalLimit,
@@ -554,18 +553,16 @@ def _range_partitioned_for(child: LogicalPlan, order) -> bool:
 
 
 def _join(left, right, jt, cond) -> EquivalenceProperties:
-    lp, rp = properties(left), properties(right)
-    if jt in ("Inner", "Cross"):
-        p = lp.copy()
-        _merge(p, rp)
+    # Which sides' equivalences and constants hold on the output (joins.JoinFacts).
+    from_left, from_right, from_condition = jt.facts.equivalences_from
+    if not (from_left or from_right):
+        return EquivalenceProperties()
+    p = properties(left).copy() if from_left else properties(right).copy()
+    if from_left and from_right:
+        _merge(p, properties(right))
+    if from_condition:
         for c in split_conjuncts(cond):
             _learn(p, c)
-    elif jt in ("LeftOuter", "LeftSingle", "LeftSemi", "LeftAnti") or isinstance(jt, ExistenceJoin):
-        p = lp.copy()
-    elif jt == "RightOuter":
-        p = rp.copy()
-    else:
-        return EquivalenceProperties()
     p.orderings = []
     return p
 

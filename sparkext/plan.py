@@ -24,6 +24,8 @@ from sparkext.expressions import (
     Value,
     to_attribute,
 )
+# ExistenceJoin is re-exported: a join type, long imported from here.
+from sparkext.joins import ExistenceJoin, JoinType, join_type  # noqa: F401
 
 _L = "org.apache.spark.sql.catalyst.plans.logical."
 
@@ -129,26 +131,6 @@ def _named_output(exprs) -> tuple[AttributeReference, ...]:
     return tuple(to_attribute(e) for e in exprs)
 
 
-# ---------------------------------------------------------------------------------------------
-# Join types
-
-
-INNER, CROSS = "Inner", "Cross"
-LEFT_OUTER, RIGHT_OUTER, FULL_OUTER = "LeftOuter", "RightOuter", "FullOuter"
-LEFT_SEMI, LEFT_ANTI, LEFT_SINGLE = "LeftSemi", "LeftAnti", "LeftSingle"
-JOIN_TYPES = (INNER, CROSS, LEFT_OUTER, RIGHT_OUTER, FULL_OUTER, LEFT_SEMI, LEFT_ANTI, LEFT_SINGLE)
-
-
-@dataclass(frozen=True, slots=True)
-class ExistenceJoin:
-    """The join type of ``EXISTS`` in a disjunction: left rows plus a boolean column."""
-
-    exists: AttributeReference
-
-    def __repr__(self) -> str:
-        return f"ExistenceJoin({self.exists!r})"
-
-
 @dataclass(frozen=True, slots=True)
 class AliasIdentifier:
     name: str
@@ -182,29 +164,21 @@ class Filter(LogicalPlan):
 class Join(LogicalPlan):
     left: LogicalPlan = arg("p")
     right: LogicalPlan = arg("p")
-    join_type: str | ExistenceJoin | Value = arg("jt")
+    #: a :mod:`sparkext.joins` join type; a valid wire name (``"Inner"``) or a
+    #: :class:`Value` Spark sent is converted, anything else refused at construction
+    join_type: JoinType = arg("jt")
     condition: Expression | None = arg("e?", default=None)
     #: Catalyst's JoinHint, kept as it came; None for a new join means no hint.
     hint: Value | None = arg("x", default=None)
 
+    def __post_init__(self):
+        if not isinstance(self.join_type, JoinType):
+            object.__setattr__(self, "join_type", join_type(self.join_type))
+
     @property
     def output(self):
-        def compute():
-            jt, left, right = self.join_type, self.left.output, self.right.output
-            if jt in (INNER, CROSS):
-                return left + right
-            if jt in (LEFT_OUTER, LEFT_SINGLE):
-                return left + tuple(a.with_nullability(True) for a in right)
-            if jt == RIGHT_OUTER:
-                return tuple(a.with_nullability(True) for a in left) + right
-            if jt == FULL_OUTER:
-                return tuple(a.with_nullability(True) for a in left + right)
-            if jt in (LEFT_SEMI, LEFT_ANTI):
-                return left
-            if isinstance(jt, ExistenceJoin):
-                return left + (jt.exists,)
-            raise ValueError(f"unknown join type {jt!r}")
-        return self._cached("output", compute)
+        return self._cached("output", lambda: self.join_type.output(
+            self.left.output, self.right.output))
 
 
 @mirror(_L + "Aggregate", pattern="AGGREGATE")

@@ -54,26 +54,10 @@ from sparkext.constraints import (
     is_not_null_inferences,
 )
 from sparkext.expressions import FALSE
-from sparkext.plan import (
-    CROSS,
-    INNER,
-    LEFT_ANTI,
-    LEFT_OUTER,
-    LEFT_SEMI,
-    RIGHT_OUTER,
-    Filter,
-    Join,
-    LogicalPlan,
-)
+from sparkext.plan import Filter, Join, LogicalPlan
 from sparkext.predicates import conjoin, contains_correlated_subquery, split_conjuncts
 
 __all__ = ["infer_filters"]
-
-# Which inputs of a join may lose rows that cannot match: (left, right).
-_INFER_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_SEMI: (True, True),
-                LEFT_OUTER: (False, True), LEFT_ANTI: (False, True),
-                RIGHT_OUTER: (True, False)}
-
 
 def infer_filters(plan: LogicalPlan) -> LogicalPlan:
     """Adds implied predicates; returns ``plan`` itself when nothing new is implied."""
@@ -94,7 +78,8 @@ def _infer(node: LogicalPlan) -> LogicalPlan:
                 return node
             return node.copy(condition=conjoin(conjuncts + new))
         case Join(left=left, right=right, join_type=jt, condition=cond):
-            to_left, to_right = _INFER_SIDES.get(jt, (False, False))
+            # Which inputs may lose rows that cannot match (joins.JoinFacts.infer_into).
+            to_left, to_right = jt.facts.infer_into
             if not (to_left or to_right):
                 return node
             implied = _join_implied(left, right, cond)

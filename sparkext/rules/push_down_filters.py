@@ -43,7 +43,9 @@ pushes ``CAST(d AS STRING) = '0.0'`` below ``GROUP BY d`` and counts one row of 
 A conjunct with a subquery never moves next to attributes of the subquery's own output ids
 (the subquery's rewrite into a join would see them twice), nor into a join condition.
 
-Joins — which conjuncts may go to which side (Catalyst's ``PushPredicateThroughJoin``):
+Joins — which conjuncts may go to which side (Catalyst's ``PushPredicateThroughJoin``; the
+facts live on the join types, ``where_filters``, ``on_filters`` and
+``where_joins_condition`` in :mod:`sparkext.joins`; an opaque join type moves nothing):
 
 | join type | WHERE, left-only | WHERE, right-only | WHERE, both sides | ON, left-only | ON, right-only |
 | --- | --- | --- | --- | --- | --- |
@@ -82,18 +84,9 @@ from collections.abc import Callable
 from sparkext.constraints import constraints
 from sparkext.expressions import And, AttributeReference, Expression, Or
 from sparkext.plan import (
-    CROSS,
-    FULL_OUTER,
-    INNER,
-    LEFT_ANTI,
-    LEFT_OUTER,
-    LEFT_SEMI,
-    LEFT_SINGLE,
-    RIGHT_OUTER,
     Aggregate,
     Deduplicate,
     Distinct,
-    ExistenceJoin,
     Expand,
     Filter,
     Generate,
@@ -129,21 +122,6 @@ __all__ = ["push_down_filters"]
 
 _ALWAYS_THROUGH = (Sort, Repartition, RepartitionByExpression, RebalancePartitions,
                    SubqueryAlias)
-
-# Which sides each join type lets conjuncts filter: (WHERE: left, right), (ON: left, right).
-_WHERE_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_OUTER: (True, False),
-                LEFT_SINGLE: (True, False), RIGHT_OUTER: (False, True),
-                FULL_OUTER: (False, False), LEFT_SEMI: (True, False), LEFT_ANTI: (True, False)}
-_ON_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_OUTER: (False, True),
-             LEFT_SINGLE: (False, True), RIGHT_OUTER: (True, False),
-             FULL_OUTER: (False, False), LEFT_SEMI: (True, True), LEFT_ANTI: (False, True)}
-
-
-def _sides(table: dict, join_type) -> tuple[bool, bool]:
-    if isinstance(join_type, ExistenceJoin):
-        return table[LEFT_ANTI]
-    return table.get(join_type, (False, False))  # an unknown join type: move nothing
-
 
 def push_down_filters(plan: LogicalPlan) -> LogicalPlan:
     """Pushes filters down the plan; returns ``plan`` itself when nothing can move."""
@@ -288,15 +266,12 @@ def _push_into_union(f: Filter, movable: list, pinned: list, union: Union) -> Lo
 
 def _without_rejected_outer_sides(join: Join, conjuncts: list) -> Join:
     jt = join.join_type
-    if jt not in (LEFT_OUTER, RIGHT_OUTER, FULL_OUTER):
+    if not jt.facts.outer:
         return join
     left_rejected = any(rejects_nulls(c, join.left.output_ids) for c in conjuncts)
     right_rejected = any(rejects_nulls(c, join.right.output_ids) for c in conjuncts)
-    new = {(LEFT_OUTER, False, True): INNER, (LEFT_OUTER, True, True): INNER,
-           (RIGHT_OUTER, True, False): INNER, (RIGHT_OUTER, True, True): INNER,
-           (FULL_OUTER, True, True): INNER, (FULL_OUTER, True, False): LEFT_OUTER,
-           (FULL_OUTER, False, True): RIGHT_OUTER}.get((jt, left_rejected, right_rejected))
-    return join if new is None else join.copy(join_type=new)
+    new = jt.without_padding(left_rejected, right_rejected)
+    return join if new is jt else join.copy(join_type=new)
 
 
 def _classify(conjuncts: list, left: LogicalPlan, right: LogicalPlan):
@@ -321,10 +296,10 @@ def _push_into_join(f: Filter, movable: list, pinned: list, join: Join) -> Logic
     if inner is not join:
         return _above(movable + pinned, inner)
     lc, rc, common = _classify(movable, join.left, join.right)
-    to_left, to_right = _sides(_WHERE_SIDES, join.join_type)
+    to_left, to_right = join.join_type.facts.where_filters
     lc, rc = (lc if to_left else []), (rc if to_right else [])
     into_condition = []
-    if join.join_type in (INNER, CROSS):
+    if join.join_type.facts.where_joins_condition:
         into_condition = [c for c in common if not contains_subquery(c)]
     moved = {id(c) for c in lc + rc + into_condition}
     if not moved:
@@ -340,7 +315,7 @@ def _push_join_condition(join: Join) -> LogicalPlan:
     conjuncts = split_conjuncts(join.condition)
     movable, _ = deterministic_prefix(conjuncts)
     lc, rc, common = _classify(movable, join.left, join.right)
-    to_left, to_right = _sides(_ON_SIDES, join.join_type)
+    to_left, to_right = join.join_type.facts.on_filters
     lc, rc = (lc if to_left else []), (rc if to_right else [])
     moved = {id(c) for c in lc + rc}
     left = _with_filter(lc, join.left)
