@@ -14,7 +14,7 @@ Derivation per node (only deterministic predicates over the node's own output ar
 | Distinct, Deduplicate | the child's that cannot tell apart the values grouping normalises in a key (as for Aggregate) |
 | Join | inner: both sides' and the condition's conjuncts; left semi: left's and the condition's; left outer/single, anti, existence: left's; right outer: right's; full outer: none |
 | Union | those every child has (columns matched by position) |
-| Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias | the child's (restricted to the output) |
+| Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias (``keeps_child_rows`` on the class) | the child's (restricted to the output) |
 | Expand, Opaque | none |
 
 Each set is closed under the inferences of Catalyst 4.3's ``ConstraintHelper``:
@@ -35,6 +35,7 @@ through a global aggregate, which gives one).
 
 from __future__ import annotations
 
+from sparkext import catalyst_names as names
 from sparkext.expressions import (
     Alias,
     And,
@@ -58,20 +59,10 @@ from sparkext.plan import (
     Deduplicate,
     Distinct,
     Filter,
-    Generate,
-    GlobalLimit,
     Join,
-    LocalLimit,
     LogicalPlan,
     Project,
-    RebalancePartitions,
-    Repartition,
-    RepartitionByExpression,
-    Sample,
-    Sort,
-    SubqueryAlias,
     Union,
-    Window,
 )
 from sparkext.predicates import (
     blind_to_normalisation,
@@ -83,9 +74,6 @@ from sparkext.predicates import (
     split_conjuncts,
 )
 from sparkext.types import BOOLEAN
-
-_PASS_THROUGH = (Window, Generate, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
-                 RepartitionByExpression, RebalancePartitions, SubqueryAlias)
 
 
 class Constraints:
@@ -156,7 +144,7 @@ def _is_field_of_column(e: Expression) -> bool:
 
 def _is_field_access(e: Expression) -> bool:
     return isinstance(e, GetStructField) or (
-        isinstance(e, OpaqueExpression) and e.cls == "GetArrayStructFields")
+        isinstance(e, OpaqueExpression) and e.cls == names.GET_ARRAY_STRUCT_FIELDS)
 
 
 def equality_inferences(exprs) -> list[Expression]:
@@ -376,7 +364,7 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
                     *(on if from_condition else ())]
         case Union(children=children):
             return _common(plan.output, children)
-        case _ if isinstance(plan, _PASS_THROUGH):
+        case _ if plan.keeps_child_rows:
             return list(constraints(plan.children[0]))
         case _:
             return []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from sparkext._tree import TreeNode, _flatten, _unflatten, arg, mirror
 from sparkext.expressions import (
@@ -36,6 +37,30 @@ class LogicalPlan(TreeNode):
     __slots__ = ()
     _expr_fields = ()
     _args = ()
+
+    # -- facts the analyses read (declared on each class; all False here) ------------------
+    # They differ because the analyses ask different questions of the same nodes; each
+    # analysis keeps its own algorithm and reads only its fact.
+
+    #: Every output row carries the values of one input row unchanged (rows may be dropped,
+    #: repeated or widened with new columns): what holds of the child's rows holds of its
+    #: own. Read by :mod:`sparkext.constraints`. (Not Distinct or Deduplicate: grouping
+    #: normalises floating-point keys; they have their own case.)
+    keeps_child_rows: ClassVar[bool] = False
+    #: The output is exactly the child's columns, and the node needs only its own
+    #: references from below: pruning passes straight through. Read by prune_columns.
+    keeps_child_columns: ClassVar[bool] = False
+    #: A filter above gives the same rows below it, whatever the filter reads
+    #: ("filter-commutative"). Read by push_down_filters. (Not Filter, Limit, Sample: a
+    #: limit or sample picks rows first; Filter is combined instead.)
+    commutes_with_filters: ClassVar[bool] = False
+    #: The child's order holds on the output, within and across partitions (and so do its
+    #: equivalences and constants). Read by :mod:`sparkext.ordering`.
+    keeps_child_order: ClassVar[bool] = False
+    #: The child's equivalences and constants hold on the output, its order does not (a
+    #: shuffle, or a single-partition exchange reading blocks in any order). Read by
+    #: :mod:`sparkext.ordering`.
+    keeps_child_equivalences: ClassVar[bool] = False
 
     @property
     def output(self) -> tuple[AttributeReference, ...]:
@@ -156,6 +181,8 @@ class Project(LogicalPlan):
 
 @mirror(_L + "Filter", pattern="FILTER")
 class Filter(LogicalPlan):
+    keeps_child_columns = True
+
     condition: Expression = arg("e")
     child: LogicalPlan = arg("p")
 
@@ -196,6 +223,9 @@ class Aggregate(LogicalPlan):
 @mirror(_L + "Sort", pattern="SORT")
 class Sort(LogicalPlan):
     """ORDER BY (``is_global``) or SORT BY (within partitions)."""
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
 
     order: tuple[SortOrder, ...] = arg("es")
     is_global: bool = arg("b")
@@ -205,18 +235,29 @@ class Sort(LogicalPlan):
 
 @mirror(_L + "GlobalLimit", pattern="LIMIT")
 class GlobalLimit(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    keeps_child_equivalences = True
+
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
 
 
 @mirror(_L + "LocalLimit", pattern="LIMIT")
 class LocalLimit(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    keeps_child_order = True
+
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
 
 
 @mirror(_L + "Window", pattern="WINDOW")
 class Window(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_equivalences = True
+
     window_expressions: tuple[Expression, ...] = arg("es")
     partition_spec: tuple[Expression, ...] = arg("es")
     order_spec: tuple[SortOrder, ...] = arg("es")
@@ -246,11 +287,15 @@ class Union(LogicalPlan):
 
 @mirror(_L + "Distinct", pattern="DISTINCT_LIKE")
 class Distinct(LogicalPlan):
+    keeps_child_equivalences = True
+
     child: LogicalPlan = arg("p")
 
 
 @mirror(_L + "Deduplicate", pattern="DISTINCT_LIKE")
 class Deduplicate(LogicalPlan):
+    keeps_child_equivalences = True
+
     keys: tuple[AttributeReference, ...] = arg("es")
     child: LogicalPlan = arg("p")
     spec: Value | None = arg("x?", default=None)
@@ -259,6 +304,8 @@ class Deduplicate(LogicalPlan):
 @mirror(_L + "Generate", pattern="GENERATE")
 class Generate(LogicalPlan):
     """``explode`` and friends: ``generator_output`` columns appended to the child's."""
+    keeps_child_rows = True
+    keeps_child_equivalences = True
 
     generator: Expression = arg("e")
     unrequired_child_index: tuple[int, ...] = arg("is")
@@ -307,6 +354,11 @@ class Expand(LogicalPlan):
 
 @mirror(_L + "Repartition", pattern="REPARTITION_OPERATION")
 class Repartition(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_equivalences = True
+
     num_partitions: int = arg("i")
     shuffle: bool = arg("b")
     child: LogicalPlan = arg("p")
@@ -314,6 +366,11 @@ class Repartition(LogicalPlan):
 
 @mirror(_L + "RepartitionByExpression", pattern="REPARTITION_OPERATION")
 class RepartitionByExpression(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_equivalences = True
+
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
     opt_num_partitions: int | None = arg("i?", default=None)
@@ -322,6 +379,11 @@ class RepartitionByExpression(LogicalPlan):
 
 @mirror(_L + "RebalancePartitions", pattern="REBALANCE_PARTITIONS")
 class RebalancePartitions(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_equivalences = True
+
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
     opt_num_partitions: int | None = arg("i?", default=None)
@@ -330,6 +392,11 @@ class RebalancePartitions(LogicalPlan):
 
 @mirror(_L + "SubqueryAlias", pattern="SUBQUERY_ALIAS")
 class SubqueryAlias(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_order = True
+
     identifier: AliasIdentifier = arg("aid")
     child: LogicalPlan = arg("p")
 
@@ -341,6 +408,10 @@ class SubqueryAlias(LogicalPlan):
 
 @mirror(_L + "Sample")
 class Sample(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    keeps_child_order = True
+
     lower_bound: float = arg("d")
     upper_bound: float = arg("d")
     with_replacement: bool = arg("b")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sparkext import catalyst_names as names
 from sparkext.expressions import (
     Alias,
     And,
@@ -133,7 +134,8 @@ def contains_correlated_subquery(e: Expression) -> bool:
 def contains_aggregate(e: Expression) -> bool:
     """An aggregate function call anywhere in ``e``. In Spark 4 every aggregate, pandas
     grouped-aggregate UDFs (``PythonUDAF``) included, sits inside an AggregateExpression."""
-    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression")
+    return e.exists(lambda x: isinstance(x, OpaqueExpression)
+                    and x.cls == names.AGGREGATE_EXPRESSION)
 
 
 def subquery_outputs(e: Expression) -> frozenset:

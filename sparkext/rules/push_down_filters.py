@@ -23,7 +23,7 @@ the conjuncts after it stay after it.
 | Union | always: into every child, columns mapped by position |
 | Generate | it reads no generator output and the generator is deterministic |
 | Expand | it reads only columns every projection passes through unchanged |
-| Sort, Repartition, RepartitionByExpression, RebalancePartitions, SubqueryAlias | always |
+| Sort, Repartition, RepartitionByExpression, RebalancePartitions, SubqueryAlias (``commutes_with_filters`` on the class) | always |
 | Distinct | it cannot tell normalised floating-point keys apart |
 | Deduplicate | it reads only the deduplication keys, and cannot tell normalised floating-point keys apart |
 | Join | by join type, below |
@@ -93,11 +93,6 @@ from sparkext.plan import (
     Join,
     LogicalPlan,
     Project,
-    RebalancePartitions,
-    Repartition,
-    RepartitionByExpression,
-    Sort,
-    SubqueryAlias,
     Union,
     Window,
 )
@@ -119,9 +114,6 @@ from sparkext.predicates import (
 )
 
 __all__ = ["push_down_filters"]
-
-_ALWAYS_THROUGH = (Sort, Repartition, RepartitionByExpression, RebalancePartitions,
-                   SubqueryAlias)
 
 def push_down_filters(plan: LogicalPlan) -> LogicalPlan:
     """Pushes filters down the plan; returns ``plan`` itself when nothing can move."""
@@ -232,7 +224,7 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
             return through(anything, lambda b: child.copy(child=b),
                            grouped=float_keys(child.output))
 
-        case _ if isinstance(child, _ALWAYS_THROUGH):
+        case _ if child.commutes_with_filters:
             return through(anything, lambda b: child.with_new_children([b]))
 
         case Union():
