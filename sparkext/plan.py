@@ -6,8 +6,16 @@ scans, ``LocalRelation``, ``Range``, DSv2 scans, cached relations, ...) are all
 :class:`Relation`; any other Catalyst node without a mirror class is :class:`Opaque`: its
 children can be rewritten, but rules must not move anything through it.
 
-    >>> from sparkext.plan import Filter, Project
-    >>> isinstance(plan, Filter) and plan.condition.references <= plan.child.output_ids
+    >>> from sparkext import types as T
+    >>> from sparkext.expressions import AttributeReference, GreaterThan, lit
+    >>> from sparkext.plan import Filter, Relation
+    >>> a = AttributeReference("a", T.INT, True, None, 1)
+    >>> plan = Filter(GreaterThan(a, lit(1)), Relation("LocalRelation", (a,), 1, "t"))
+    >>> print(plan)
+    Filter (a#1 > 1)
+    +- LocalRelation t [a#1]
+    >>> plan.condition.references <= plan.child.output_ids
+    True
 """
 
 from __future__ import annotations

@@ -1,8 +1,13 @@
 """The shared vocabulary of predicate rewriting (Catalyst's ``PredicateHelper``).
 
+    >>> from sparkext import types as T
+    >>> from sparkext.expressions import And, AttributeReference
+    >>> a, b, c = (AttributeReference(n, T.BOOLEAN, True, None, i)
+    ...            for i, n in enumerate("abc", 1))
     >>> split_conjuncts(And(And(a, b), c))
-    [a, b, c]
-    >>> conjoin([a, b, c])            # And(And(a, b), c): left-deep, order kept
+    [a#1, b#2, c#3]
+    >>> conjoin([a, b, c])            # left-deep, order kept
+    ((a#1 AND b#2) AND c#3)
 """
 
 from __future__ import annotations

@@ -42,4 +42,5 @@ def test_sparkext_returns_the_unrewritten_plans_rows_where_catalyst_does_not(
         assert sorted(map(tuple, expected)) == sorted(EXPECTED[name])
     assert m["rejected"] == 0 and m["python_errors"] == 0, m
     assert_same_rows(expected, actual)
-    print(f"{name}: plain Spark {'agrees' if sorted(plain, key=repr) == sorted(expected, key=repr) else 'differs'}")
+    agrees = sorted(plain, key=repr) == sorted(expected, key=repr)
+    print(f"{name}: plain Spark {'agrees' if agrees else 'differs'}")
