@@ -38,7 +38,7 @@ demo: $(JAR)
 	$(PY) examples/quickstart.py
 
 test: $(JAR)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests && $(PY) -m pytest -q --doctest-modules sparkext
 
 test-all: $(JAR)
 	$(PY) -m pytest -q tests --run-slow

@@ -10,10 +10,11 @@ Derivation per node (only deterministic predicates over the node's own output ar
 | --- | --- |
 | Relation | ``IsNotNull`` of its non-nullable columns |
 | Filter | the child's, plus the filter's conjuncts (not those with correlated subqueries) |
-| Project, Aggregate | the child's, re-expressed through aliases (``x AS a`` adds ``a <=> x`` and every constraint on ``x`` as one on ``a``); an aggregate's only through its grouping outputs |
+| Project, Aggregate | the child's, re-expressed through aliases (``x AS a`` adds ``a <=> x`` and every constraint on ``x`` as one on ``a``); an aggregate's only through its grouping outputs, and only those that cannot tell ``-0.0`` from ``0.0`` or one NaN from another in a floating-point key (grouping outputs one of them) |
+| Distinct, Deduplicate | the child's that cannot tell apart the values grouping normalises in a key (as for Aggregate) |
 | Join | inner: both sides' and the condition's conjuncts; left semi: left's and the condition's; left outer/single, anti, existence: left's; right outer: right's; full outer: none |
 | Union | those every child has (columns matched by position) |
-| Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias, Distinct, Deduplicate | the child's (restricted to the output) |
+| Window, Generate, Sort, limits, Sample, repartitioning, SubqueryAlias (``keeps_child_rows`` on the class) | the child's (restricted to the output) |
 | Expand, Opaque | none |
 
 Each set is closed under the inferences of Catalyst 4.3's ``ConstraintHelper``:
@@ -24,10 +25,17 @@ Each set is closed under the inferences of Catalyst 4.3's ``ConstraintHelper``:
   gives ``b >= 5`` (``equality_inferences``), where equal values are the same value: not
   across floating-point or collated-string equalities, where Catalyst's restatement can
   drop rows (see ``equality_inferences``).
+
+What is inferred is simplified (``simplify_inferred``): comparisons of an expression with
+itself and of two literals are decided, without evaluating anything that could raise. A
+contradiction is the literal ``false``, a constraint that reads no column: it says no row
+gets here, and is carried up through every node that gives no row for no input (not
+through a global aggregate, which gives one).
 """
 
 from __future__ import annotations
 
+from sparkext import catalyst_names as names
 from sparkext.expressions import (
     Alias,
     And,
@@ -39,6 +47,8 @@ from sparkext.expressions import (
     Expression,
     GetStructField,
     IsNotNull,
+    FALSE,
+    TRUE,
     Literal,
     Not,
     OpaqueExpression,
@@ -48,34 +58,22 @@ from sparkext.plan import (
     Aggregate,
     Deduplicate,
     Distinct,
-    ExistenceJoin,
     Filter,
-    Generate,
-    GlobalLimit,
     Join,
-    LocalLimit,
     LogicalPlan,
     Project,
-    RebalancePartitions,
-    Repartition,
-    RepartitionByExpression,
-    Sample,
-    Sort,
-    SubqueryAlias,
     Union,
-    Window,
 )
 from sparkext.predicates import (
+    blind_to_normalisation,
     contains_aggregate,
     contains_correlated_subquery,
+    float_keys,
+    normalised_columns,
     replace_attributes,
     split_conjuncts,
 )
 from sparkext.types import BOOLEAN
-
-_PASS_THROUGH = (Window, Generate, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
-                 RepartitionByExpression, RebalancePartitions, SubqueryAlias, Distinct,
-                 Deduplicate)
 
 
 class Constraints:
@@ -146,7 +144,7 @@ def _is_field_of_column(e: Expression) -> bool:
 
 def _is_field_access(e: Expression) -> bool:
     return isinstance(e, GetStructField) or (
-        isinstance(e, OpaqueExpression) and e.cls == "GetArrayStructFields")
+        isinstance(e, OpaqueExpression) and e.cls == names.GET_ARRAY_STRUCT_FIELDS)
 
 
 def equality_inferences(exprs) -> list[Expression]:
@@ -157,6 +155,9 @@ def equality_inferences(exprs) -> list[Expression]:
       for ``CAST(a AS t) = b``, each predicate on ``b`` restated on ``CAST(a AS t)``;
     * for ``a = <literal>``, each predicate on ``a`` other than a column equality restated
       on the literal (``a = 5 AND b >= a`` gives ``b >= 5``).
+
+    Each result is simplified (:func:`simplify_inferred`): a contradiction comes out as
+    the literal ``false``.
 
     Only where equal values are the same value (``DataType.equality_is_identity``): unlike
     Catalyst, which restates across ``DOUBLE`` columns too and so drops rows where one side
@@ -181,31 +182,50 @@ def equality_inferences(exprs) -> list[Expression]:
     for attr, lit in _literal_bindings(preds):
         targets = [p for p in preds if not _is_column_equality(p)
                    and not isinstance(p, EqualNullSafe)]
-        for restated in _restate(targets, attr, lit):
-            folded = _fold_constant_comparisons(restated)
-            if folded is not None:
-                out.append(folded)
-    return out
+        out.extend(_restate(targets, attr, lit))
+    simplified = (simplify_inferred(p) for p in out)
+    return [p for p in simplified if p is not None]
 
 
 _COMPARE = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
             "LessThanOrEqual": lambda x, y: x <= y, "GreaterThan": lambda x, y: x > y,
             "GreaterThanOrEqual": lambda x, y: x >= y}
 
+# What a comparison of a deterministic expression with itself gives for a non-NULL value:
+# true for =, <=, >= (Spark compares NaN = NaN as true, and NaN <= NaN), false for < and >.
+# For a NULL value every one of them is NULL; <=> is true either way.
+_SELF = {"EqualTo": True, "LessThanOrEqual": True, "GreaterThanOrEqual": True,
+         "LessThan": False, "GreaterThan": False}
 
-def _fold_constant_comparisons(e: Expression) -> Expression | None:
-    """``e`` with its comparisons between two literals decided and the AND/OR/NOT above them
-    simplified; None when that leaves nothing worth adding (true, or false: a contradiction
-    is left to Catalyst) or when a comparison between constants cannot be decided here.
 
-    A literal restated into ``a = 1999 OR (a = 1998 AND m = 12)`` gives ``1999 = 1999 OR
-    ...``: true, nothing learned. Catalyst folds such a predicate in the batch after it
-    infers it; a rule that added it on every round would never reach a fixed point."""
-    def fold(x: Expression):
+def simplify_inferred(e: Expression) -> Expression | None:
+    """An inferred predicate made ready to add, without any evaluation that could raise:
+    comparisons of an expression with itself and between two literals decided, the
+    AND/OR/NOT above them simplified. Returns None when nothing is worth adding (it is
+    true, or it could only be kept by evaluating what it compares), the literal ``false``
+    when no row can satisfy it, else the (simplified) predicate.
+
+    ``e > e`` and ``e < e`` are false for a non-NULL ``e`` and NULL for a NULL one: where
+    NULL and false mean the same (the predicate itself, or under AND/OR from there, as a
+    filter reads it) both are ``false``. ``e = e``, ``e <= e`` and ``e >= e`` are true or
+    NULL: true when ``e`` cannot be NULL, else they say only that ``e`` is not NULL, which
+    cannot be stated without evaluating ``e`` (``v * -730`` may overflow), so the predicate
+    is dropped. ``e <=> e`` is true.
+
+    Restating ``z > y`` across ``y = z`` gives ``z > z``; a literal restated into
+    ``a = 1999 OR (a = 1998 AND m = 12)`` gives ``1999 = 1999 OR ...``: true, nothing
+    learned. Catalyst folds both in the batch after it infers them; sparkext's rules run
+    after those batches, so it folds what it infers itself (a rule that added a true
+    predicate on every round would never reach a fixed point, and one that added
+    ``(v * -730) > (v * -730)`` would evaluate a product the query never needed)."""
+    gave_up = False
+
+    def fold(x: Expression, null_is_false: bool):
+        nonlocal gave_up
         if isinstance(x, (And, Or)):
-            left, right = fold(x.left), fold(x.right)
-            if left is None or right is None:
-                return None
+            left, right = fold(x.left, null_is_false), fold(x.right, null_is_false)
+            if gave_up:
+                return x
             absorbing = isinstance(x, Or)  # true absorbs OR, false absorbs AND
             for a, b in ((left, right), (right, left)):
                 if _is_bool(a, absorbing):
@@ -214,17 +234,35 @@ def _fold_constant_comparisons(e: Expression) -> Expression | None:
                     return b
             return x if (left, right) == (x.left, x.right) else x.copy(left=left, right=right)
         if isinstance(x, Not):
-            child = fold(x.child)
-            if child is None:
-                return None
+            child = fold(x.child, False)
             if isinstance(child, Literal) and isinstance(child.value, bool):
                 return Literal(not child.value, child.data_type)
             return x if child is x.child else x.copy(child=child)
+        if isinstance(x, BinaryComparison) and x.left.deterministic \
+                and x.left.semantic_key() == x.right.semantic_key():
+            if isinstance(x, EqualNullSafe):
+                return TRUE
+            value = _SELF[type(x).__name__]
+            if not x.left.nullable or (null_is_false and not value):
+                return Literal(value, BOOLEAN)
+            gave_up = True
+            return x
         if isinstance(x, BinaryComparison) and x.left.foldable and x.right.foldable:
-            return _compare_literals(x)
+            decided = _compare_literals(x)
+            if decided is None:
+                gave_up = True
+                return x
+            return decided
         return x
-    folded = fold(e)
-    return None if folded is None or isinstance(folded, Literal) else folded
+    folded = fold(e, True)
+    if gave_up or _is_bool(folded, True):
+        return None
+    return FALSE if _is_bool(folded, False) else folded
+
+
+def is_false(e: Expression) -> bool:
+    """The literal ``false``: what a contradiction among a node's predicates is."""
+    return _is_bool(e, False)
 
 
 def _is_bool(e: Expression, value: bool) -> bool:
@@ -291,8 +329,9 @@ def _close(valid: list[Expression], output) -> Constraints:
     # so that adding what is inferred (b = 1) brings no new inference (isnotnull(b)) on the
     # next round: a fixed-point rule must add everything at once.
     allc = allc.union(is_not_null_inferences(list(allc), output))
-    return Constraints(c for c in allc
-                       if c.references and c.references <= ids and c.deterministic)
+    # ``false`` (a contradiction) reads no column and still says something: no row gets here.
+    return Constraints(c for c in allc if (c.references and c.references <= ids
+                                           and c.deterministic) or is_false(c))
 
 
 def _valid(plan: LogicalPlan) -> list[Expression]:
@@ -304,24 +343,40 @@ def _valid(plan: LogicalPlan) -> list[Expression]:
             return _aliased(constraints(child), exprs)
         case Aggregate(aggregate_expressions=exprs, child=child):
             grouping_outputs = [e for e in exprs if not contains_aggregate(e)]
-            return _aliased(constraints(child), grouping_outputs)
+            # Every output is computed from the normalised keys: what the child's rows
+            # satisfy holds above only where it cannot tell normalised values apart.
+            normalised = normalised_columns(plan.grouping_expressions)
+            below = _grouped(constraints(child), (), normalised)
+            inherited = _aliased(below, grouping_outputs)
+            if not plan.grouping_expressions:
+                # A global aggregate gives one row even for no input rows.
+                inherited = [c for c in inherited if not is_false(c)]
+            return _grouped(inherited, plan.output)
+        case Distinct(child=child):
+            return _grouped(constraints(child), plan.output)
+        case Deduplicate(keys=keys, child=child):
+            return _grouped(constraints(child), keys)
         case Join(left=left, right=right, join_type=jt, condition=cond):
+            from_left, from_right, from_condition = jt.facts.constraints_from
             on = [c for c in split_conjuncts(cond) if not contains_correlated_subquery(c)]
-            if jt in ("Inner", "Cross"):
-                return [*constraints(left), *constraints(right), *on]
-            if jt == "LeftSemi":
-                return [*constraints(left), *on]
-            if jt in ("LeftOuter", "LeftSingle", "LeftAnti") or isinstance(jt, ExistenceJoin):
-                return list(constraints(left))
-            if jt == "RightOuter":
-                return list(constraints(right))
-            return []
+            return [*(constraints(left) if from_left else ()),
+                    *(constraints(right) if from_right else ()),
+                    *(on if from_condition else ())]
         case Union(children=children):
             return _common(plan.output, children)
-        case _ if isinstance(plan, _PASS_THROUGH):
+        case _ if plan.keeps_child_rows:
             return list(constraints(plan.children[0]))
         case _:
             return []
+
+
+def _grouped(child, keys, ids=frozenset()) -> list[Expression]:
+    """What holds of every row below a grouping and still holds of the one value it
+    outputs for each group: grouping outputs one representative of ``-0.0``/``0.0`` and of
+    the NaNs, so a predicate that can tell them apart (``CAST(d AS STRING) = '-0.0'``) holds
+    below and not above. ``keys``: the grouping columns; ``ids``: more column ids."""
+    ids = float_keys(keys) | ids
+    return [c for c in child if blind_to_normalisation(c, ids)]
 
 
 def _aliased(child: Constraints, named) -> list[Expression]:

@@ -25,11 +25,11 @@ Derivation per node:
 | Sort | global sort: its order, globally. Local sort: its order within partitions — globally when its input is range-partitioned on keys that agree with it | passed on |
 | Filter | passed on; none when a conjunct holds a subquery (``IN``/``EXISTS`` become joins after sparkext runs, in Catalyst's RewriteSubquery batch) | ``e = literal`` makes ``e`` constant (not NULL); ``e IS NULL`` makes it constant NULL; ``a = b`` joins their groups; null-intolerant conjuncts make their columns not NULL (conjuncts with subqueries teach nothing) |
 | Project | passed on (in terms of the input's expressions); none when a column holds a subquery (a scalar subquery becomes a join) | ``e AS x`` puts ``x`` in ``e``'s group; a literal column is constant; monotonic functions of ordered expressions are ordered (below) |
-| SubqueryAlias, Sample, LocalLimit | passed on | passed on |
+| SubqueryAlias, Sample, LocalLimit (``keeps_child_order`` on the class) | passed on | passed on |
 | GlobalLimit | none (its single-partition exchange reads blocks in any order), as Spark's own | passed on |
 | Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
 | Aggregate | none | grouping outputs that were constant stay constant |
-| Window, Repartition*, Generate, Distinct, Deduplicate | none | passed on |
+| Window, Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit: ``keeps_child_equivalences`` on the class) | none | passed on |
 | Union, Expand, Opaque | none | none |
 
 Monotonic functions (only over integral, decimal, date and timestamp values: floating
@@ -59,6 +59,7 @@ from __future__ import annotations
 import decimal
 from dataclasses import dataclass, field
 
+from sparkext import catalyst_names as names
 from sparkext import timezones
 from sparkext.expressions import (
     Add,
@@ -86,31 +87,19 @@ from sparkext.expressions import (
 )
 from sparkext.plan import (
     Aggregate,
-    Deduplicate,
-    Distinct,
-    ExistenceJoin,
     Filter,
-    Generate,
-    GlobalLimit,
     Join,
-    LocalLimit,
     LogicalPlan,
     Project,
-    RebalancePartitions,
     Relation,
-    Repartition,
     RepartitionByExpression,
-    Sample,
     Sort,
-    SubqueryAlias,
-    Window,
 )
 from sparkext.predicates import contains_subquery, split_conjuncts
 
 __all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties"]
 
 _INTEGRAL = ("byte", "short", "integer", "long")
-_MANY_ROWS = ("AggregateExpression", "WindowExpression")
 
 
 def _exact_type(t) -> bool:
@@ -238,7 +227,7 @@ class EquivalenceProperties:
         # aggregate or window function: those see many rows).
         kids = e.children
         if kids and e.deterministic and not isinstance(e, AttributeReference) and not (
-                isinstance(e, OpaqueExpression) and e.cls in _MANY_ROWS):
+                isinstance(e, OpaqueExpression) and e.cls in names.MANY_ROWS):
             consts = [self.constant(k) for k in kids]
             if all(c is not None and c.exact for c in consts):
                 return Constant(e, False, True)
@@ -487,12 +476,10 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
                     elif e.child.deterministic:
                         p.add_equivalence(e.child, attr)
             return p
-        case SubqueryAlias(child=child) | Sample(child=child) | LocalLimit(child=child):
-            return properties(child)
-        case GlobalLimit(child=child) | Window(child=child) | Repartition(child=child) | \
-                RepartitionByExpression(child=child) | RebalancePartitions(child=child) | \
-                Generate(child=child) | Distinct(child=child) | Deduplicate(child=child):
-            p = properties(child).copy()
+        case _ if plan.keeps_child_order:
+            return properties(plan.children[0])
+        case _ if plan.keeps_child_equivalences:
+            p = properties(plan.children[0]).copy()
             p.orderings = []
             return p
         case Join(left=left, right=right, join_type=jt, condition=cond):
@@ -554,18 +541,16 @@ def _range_partitioned_for(child: LogicalPlan, order) -> bool:
 
 
 def _join(left, right, jt, cond) -> EquivalenceProperties:
-    lp, rp = properties(left), properties(right)
-    if jt in ("Inner", "Cross"):
-        p = lp.copy()
-        _merge(p, rp)
+    # Which sides' equivalences and constants hold on the output (joins.JoinFacts).
+    from_left, from_right, from_condition = jt.facts.equivalences_from
+    if not (from_left or from_right):
+        return EquivalenceProperties()
+    p = properties(left).copy() if from_left else properties(right).copy()
+    if from_left and from_right:
+        _merge(p, properties(right))
+    if from_condition:
         for c in split_conjuncts(cond):
             _learn(p, c)
-    elif jt in ("LeftOuter", "LeftSingle", "LeftSemi", "LeftAnti") or isinstance(jt, ExistenceJoin):
-        p = lp.copy()
-    elif jt == "RightOuter":
-        p = rp.copy()
-    else:
-        return EquivalenceProperties()
     p.orderings = []
     return p
 

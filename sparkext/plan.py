@@ -6,8 +6,16 @@ scans, ``LocalRelation``, ``Range``, DSv2 scans, cached relations, ...) are all
 :class:`Relation`; any other Catalyst node without a mirror class is :class:`Opaque`: its
 children can be rewritten, but rules must not move anything through it.
 
-    >>> from sparkext.plan import Filter, Project
-    >>> isinstance(plan, Filter) and plan.condition.references <= plan.child.output_ids
+    >>> from sparkext import types as T
+    >>> from sparkext.expressions import AttributeReference, GreaterThan, lit
+    >>> from sparkext.plan import Filter, Relation
+    >>> a = AttributeReference("a", T.INT, True, None, 1)
+    >>> plan = Filter(GreaterThan(a, lit(1)), Relation("LocalRelation", (a,), 1, "t"))
+    >>> print(plan)
+    Filter (a#1 > 1)
+    +- LocalRelation t [a#1]
+    >>> plan.condition.references <= plan.child.output_ids
+    True
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from sparkext._tree import TreeNode, arg, mirror
 from sparkext.expressions import (
@@ -24,6 +33,8 @@ from sparkext.expressions import (
     Value,
     to_attribute,
 )
+# ExistenceJoin is re-exported: a join type, long imported from here.
+from sparkext.joins import ExistenceJoin, JoinType, join_type  # noqa: F401
 from sparkext.kinds import Item, Kind, Shape
 
 _L = "org.apache.spark.sql.catalyst.plans.logical."
@@ -35,6 +46,30 @@ class LogicalPlan(TreeNode):
     __slots__ = ()
     _expr_fields = ()
     _args = ()
+
+    # -- facts the analyses read (declared on each class; all False here) ------------------
+    # They differ because the analyses ask different questions of the same nodes; each
+    # analysis keeps its own algorithm and reads only its fact.
+
+    #: Every output row carries the values of one input row unchanged (rows may be dropped,
+    #: repeated or widened with new columns): what holds of the child's rows holds of its
+    #: own. Read by :mod:`sparkext.constraints`. (Not Distinct or Deduplicate: grouping
+    #: normalises floating-point keys; they have their own case.)
+    keeps_child_rows: ClassVar[bool] = False
+    #: The output is exactly the child's columns, and the node needs only its own
+    #: references from below: pruning passes straight through. Read by prune_columns.
+    keeps_child_columns: ClassVar[bool] = False
+    #: A filter above gives the same rows below it, whatever the filter reads
+    #: ("filter-commutative"). Read by push_down_filters. (Not Filter, Limit, Sample: a
+    #: limit or sample picks rows first; Filter is combined instead.)
+    commutes_with_filters: ClassVar[bool] = False
+    #: The child's order holds on the output, within and across partitions (and so do its
+    #: equivalences and constants). Read by :mod:`sparkext.ordering`.
+    keeps_child_order: ClassVar[bool] = False
+    #: The child's equivalences and constants hold on the output, its order does not (a
+    #: shuffle, or a single-partition exchange reading blocks in any order). Read by
+    #: :mod:`sparkext.ordering`.
+    keeps_child_equivalences: ClassVar[bool] = False
 
     @property
     def output(self) -> tuple[AttributeReference, ...]:
@@ -130,26 +165,6 @@ def _named_output(exprs) -> tuple[AttributeReference, ...]:
     return tuple(to_attribute(e) for e in exprs)
 
 
-# ---------------------------------------------------------------------------------------------
-# Join types
-
-
-INNER, CROSS = "Inner", "Cross"
-LEFT_OUTER, RIGHT_OUTER, FULL_OUTER = "LeftOuter", "RightOuter", "FullOuter"
-LEFT_SEMI, LEFT_ANTI, LEFT_SINGLE = "LeftSemi", "LeftAnti", "LeftSingle"
-JOIN_TYPES = (INNER, CROSS, LEFT_OUTER, RIGHT_OUTER, FULL_OUTER, LEFT_SEMI, LEFT_ANTI, LEFT_SINGLE)
-
-
-@dataclass(frozen=True, slots=True)
-class ExistenceJoin:
-    """The join type of ``EXISTS`` in a disjunction: left rows plus a boolean column."""
-
-    exists: AttributeReference
-
-    def __repr__(self) -> str:
-        return f"ExistenceJoin({self.exists!r})"
-
-
 @dataclass(frozen=True, slots=True)
 class AliasIdentifier:
     name: str
@@ -175,6 +190,8 @@ class Project(LogicalPlan):
 
 @mirror(_L + "Filter", pattern="FILTER")
 class Filter(LogicalPlan):
+    keeps_child_columns = True
+
     condition: Expression = arg("e")
     child: LogicalPlan = arg("p")
 
@@ -183,29 +200,21 @@ class Filter(LogicalPlan):
 class Join(LogicalPlan):
     left: LogicalPlan = arg("p")
     right: LogicalPlan = arg("p")
-    join_type: str | ExistenceJoin | Value = arg("jt")
+    #: a :mod:`sparkext.joins` join type; a valid wire name (``"Inner"``) or a
+    #: :class:`Value` Spark sent is converted, anything else refused at construction
+    join_type: JoinType = arg("jt")
     condition: Expression | None = arg("e?", default=None)
     #: Catalyst's JoinHint, kept as it came; None for a new join means no hint.
     hint: Value | None = arg("x", default=None)
 
+    def __post_init__(self):
+        if not isinstance(self.join_type, JoinType):
+            object.__setattr__(self, "join_type", join_type(self.join_type))
+
     @property
     def output(self):
-        def compute():
-            jt, left, right = self.join_type, self.left.output, self.right.output
-            if jt in (INNER, CROSS):
-                return left + right
-            if jt in (LEFT_OUTER, LEFT_SINGLE):
-                return left + tuple(a.with_nullability(True) for a in right)
-            if jt == RIGHT_OUTER:
-                return tuple(a.with_nullability(True) for a in left) + right
-            if jt == FULL_OUTER:
-                return tuple(a.with_nullability(True) for a in left + right)
-            if jt in (LEFT_SEMI, LEFT_ANTI):
-                return left
-            if isinstance(jt, ExistenceJoin):
-                return left + (jt.exists,)
-            raise ValueError(f"unknown join type {jt!r}")
-        return self._cached("output", compute)
+        return self._cached("output", lambda: self.join_type.output(
+            self.left.output, self.right.output))
 
 
 @mirror(_L + "Aggregate", pattern="AGGREGATE")
@@ -223,6 +232,9 @@ class Aggregate(LogicalPlan):
 @mirror(_L + "Sort", pattern="SORT")
 class Sort(LogicalPlan):
     """ORDER BY (``is_global``) or SORT BY (within partitions)."""
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
 
     order: tuple[SortOrder, ...] = arg("es")
     is_global: bool = arg("b")
@@ -232,18 +244,29 @@ class Sort(LogicalPlan):
 
 @mirror(_L + "GlobalLimit", pattern="LIMIT")
 class GlobalLimit(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    keeps_child_equivalences = True
+
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
 
 
 @mirror(_L + "LocalLimit", pattern="LIMIT")
 class LocalLimit(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    keeps_child_order = True
+
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
 
 
 @mirror(_L + "Window", pattern="WINDOW")
 class Window(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_equivalences = True
+
     window_expressions: tuple[Expression, ...] = arg("es")
     partition_spec: tuple[Expression, ...] = arg("es")
     order_spec: tuple[SortOrder, ...] = arg("es")
@@ -273,11 +296,15 @@ class Union(LogicalPlan):
 
 @mirror(_L + "Distinct", pattern="DISTINCT_LIKE")
 class Distinct(LogicalPlan):
+    keeps_child_equivalences = True
+
     child: LogicalPlan = arg("p")
 
 
 @mirror(_L + "Deduplicate", pattern="DISTINCT_LIKE")
 class Deduplicate(LogicalPlan):
+    keeps_child_equivalences = True
+
     keys: tuple[AttributeReference, ...] = arg("es")
     child: LogicalPlan = arg("p")
     spec: Value | None = arg("x?", default=None)
@@ -286,6 +313,8 @@ class Deduplicate(LogicalPlan):
 @mirror(_L + "Generate", pattern="GENERATE")
 class Generate(LogicalPlan):
     """``explode`` and friends: ``generator_output`` columns appended to the child's."""
+    keeps_child_rows = True
+    keeps_child_equivalences = True
 
     generator: Expression = arg("e")
     unrequired_child_index: tuple[int, ...] = arg("is")
@@ -334,6 +363,11 @@ class Expand(LogicalPlan):
 
 @mirror(_L + "Repartition", pattern="REPARTITION_OPERATION")
 class Repartition(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_equivalences = True
+
     num_partitions: int = arg("i")
     shuffle: bool = arg("b")
     child: LogicalPlan = arg("p")
@@ -341,6 +375,11 @@ class Repartition(LogicalPlan):
 
 @mirror(_L + "RepartitionByExpression", pattern="REPARTITION_OPERATION")
 class RepartitionByExpression(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_equivalences = True
+
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
     opt_num_partitions: int | None = arg("i?", default=None)
@@ -349,6 +388,11 @@ class RepartitionByExpression(LogicalPlan):
 
 @mirror(_L + "RebalancePartitions", pattern="REBALANCE_PARTITIONS")
 class RebalancePartitions(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_equivalences = True
+
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
     opt_num_partitions: int | None = arg("i?", default=None)
@@ -357,6 +401,11 @@ class RebalancePartitions(LogicalPlan):
 
 @mirror(_L + "SubqueryAlias", pattern="SUBQUERY_ALIAS")
 class SubqueryAlias(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    commutes_with_filters = True
+    keeps_child_order = True
+
     identifier: AliasIdentifier = arg("aid")
     child: LogicalPlan = arg("p")
 
@@ -368,6 +417,10 @@ class SubqueryAlias(LogicalPlan):
 
 @mirror(_L + "Sample")
 class Sample(LogicalPlan):
+    keeps_child_rows = True
+    keeps_child_columns = True
+    keeps_child_order = True
+
     lower_bound: float = arg("d")
     upper_bound: float = arg("d")
     with_replacement: bool = arg("b")

@@ -1,19 +1,38 @@
 """The shared vocabulary of predicate rewriting (Catalyst's ``PredicateHelper``).
 
+    >>> from sparkext import types as T
+    >>> from sparkext.expressions import And, AttributeReference
+    >>> a, b, c = (AttributeReference(n, T.BOOLEAN, True, None, i)
+    ...            for i, n in enumerate("abc", 1))
     >>> split_conjuncts(And(And(a, b), c))
-    [a, b, c]
-    >>> conjoin([a, b, c])            # And(And(a, b), c): left-deep, order kept
+    [a#1, b#2, c#3]
+    >>> conjoin([a, b, c])            # left-deep, order kept
+    ((a#1 AND b#2) AND c#3)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sparkext import catalyst_names as names
 from sparkext.expressions import (
     Alias,
     And,
     AttributeReference,
+    BinaryComparison,
+    CaseWhen,
+    Cast,
+    Coalesce,
+    EqualNullSafe,
     Expression,
+    If,
+    In,
+    InSet,
+    IsNaN,
+    IsNotNull,
+    IsNull,
+    Literal,
+    Not,
     OpaqueExpression,
     Or,
 )
@@ -120,7 +139,8 @@ def contains_correlated_subquery(e: Expression) -> bool:
 def contains_aggregate(e: Expression) -> bool:
     """An aggregate function call anywhere in ``e``. In Spark 4 every aggregate, pandas
     grouped-aggregate UDFs (``PythonUDAF``) included, sits inside an AggregateExpression."""
-    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression")
+    return e.exists(lambda x: isinstance(x, OpaqueExpression)
+                    and x.cls == names.AGGREGATE_EXPRESSION)
 
 
 def subquery_outputs(e: Expression) -> frozenset:
@@ -141,3 +161,202 @@ def can_move_next_to(e: Expression, output_ids: frozenset) -> bool:
 
 def semantic_set(exprs: Iterable[Expression]) -> set:
     return {e.semantic_key() for e in exprs}
+
+
+# Predicates whose result is the same for every representative of a class of values that
+# compare equal: Spark compares floating point with -0.0 = 0.0 and NaN = NaN (and NaN above
+# every other value), so a comparison cannot tell -0.0 from 0.0 or one NaN from another.
+_NORMALISATION_BLIND = (BinaryComparison, IsNull, IsNotNull, IsNaN, In, InSet)
+
+
+def float_keys(attrs: Iterable[AttributeReference]) -> frozenset:
+    """The ids of the columns among ``attrs`` whose values grouping normalises (a float or
+    double, or a nested type holding one)."""
+    return frozenset(a.expr_id for a in attrs if a.data_type.has_floating_point)
+
+
+def normalised_columns(grouping: Iterable[Expression]) -> frozenset:
+    """The ids of the floating-point columns whose values grouping by ``grouping``
+    normalises: those read by a grouping expression of a floating-point type. Everything
+    the grouping node outputs is computed from the normalised key, so below it a
+    predicate must not tell their values apart (grouping by ``CAST(d AS STRING)``
+    normalises nothing: -0.0 and 0.0 are two keys)."""
+    return frozenset(a.expr_id for g in grouping if g.data_type.has_floating_point
+                     for a in g.walk() if isinstance(a, AttributeReference)
+                     and a.data_type.has_floating_point)
+
+
+def blind_to_normalisation(e: Expression, ids: frozenset) -> bool:
+    """Whether ``e`` gives the same result whichever representative of its equality class
+    (``-0.0`` or ``0.0``; one NaN or another) each column of ``ids`` holds.
+
+    Grouping (Aggregate, Distinct, Deduplicate, a Window's partitions) puts ``-0.0`` and
+    ``0.0`` in one group, and all NaNs in one, and outputs one value for the group: a
+    predicate over such a key may move across the grouping only when it cannot tell the
+    members of a group apart. It cannot when every path from a column of ``ids`` up to the
+    predicate's root passes a comparison (``=, <, <=, >, >=, <=>``, ``IN``), ``IsNull``,
+    ``IsNotNull`` or ``IsNaN`` first, through nothing but casts to numeric types (which map
+    equal values to equal values). Anything else (a cast to string, arithmetic, a function)
+    is taken to see the difference: ``CAST(-0.0 AS STRING)`` is ``'-0.0'``."""
+    if not ids or not (e.references & ids):
+        return True
+
+    def blind(x: Expression, consumed_by_comparison: bool) -> bool:
+        if isinstance(x, AttributeReference):
+            return consumed_by_comparison or x.expr_id not in ids
+        if not (x.references & ids):
+            return True
+        if isinstance(x, Cast) and x.to.is_numeric:
+            return blind(x.child, consumed_by_comparison)
+        if isinstance(x, OpaqueExpression) and x.references_ is not None:
+            return False  # a subquery reading the column: what it does with it is unknown
+        below = isinstance(x, _NORMALISATION_BLIND)
+        return all(blind(c, below) for c in x.children)
+    return blind(e, False)
+
+
+# -- null rejection, by evaluation ---------------------------------------------------------
+#
+# Catalyst's EliminateOuterJoin asks whether a predicate is NULL or false when the
+# NULL-padded side's columns are NULL by evaluating it on a row of NULLs. The evaluator
+# below does the same over mirrored expressions, in three-valued logic, with what it cannot
+# evaluate left open: an expression's result is the set of values it may take (``None`` is
+# NULL; ``_ANY`` is any value at all, NULL included).
+
+_ANY = object()
+_UNKNOWN = frozenset({_ANY})
+_BOOLEANS = frozenset({True, False, None})
+_CONSTANT_COMPARE = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
+                     "LessThanOrEqual": lambda x, y: x <= y,
+                     "GreaterThan": lambda x, y: x > y,
+                     "GreaterThanOrEqual": lambda x, y: x >= y}
+
+
+def rejects_nulls(c: Expression, ids: frozenset) -> bool:
+    """Whether predicate ``c`` is NULL or false on every row where the columns ``ids`` are
+    NULL (whatever the other columns hold), decided by evaluating it with those columns
+    NULL, as Catalyst's ``EliminateOuterJoin`` does. What the evaluator cannot decide
+    counts as possibly true: such a predicate does not reject."""
+    if not c.deterministic:
+        return False
+    possible = evaluate_with_nulls(c, ids)
+    return True not in possible and _ANY not in possible
+
+
+def evaluate_with_nulls(e: Expression, ids: frozenset) -> frozenset:
+    """The values ``e`` may take when the columns ``ids`` are NULL and every other column
+    may hold anything: a set of Python values (``None`` for NULL), where ``_ANY`` stands
+    for any value. Evaluates literals, NULL checks, AND/OR/NOT, IF, CASE WHEN, COALESCE,
+    ``<=>``, comparisons of constants and NULL propagation through null-intolerant
+    expressions; anything else may take any value."""
+    match e:
+        case AttributeReference():
+            return frozenset({None}) if e.expr_id in ids else _UNKNOWN
+        case Literal(value=v):
+            return frozenset({v}) if _hashable_value(v) else _UNKNOWN
+        case IsNull(child=x):
+            return _is_null(evaluate_with_nulls(x, ids))
+        case IsNotNull(child=x):
+            return frozenset(_not(v) for v in _is_null(evaluate_with_nulls(x, ids)))
+        case And(left=a, right=b):
+            return _combine(_and, evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
+        case Or(left=a, right=b):
+            return _combine(_or, evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
+        case Not(child=x):
+            return frozenset(_not(v) for v in _as_booleans(evaluate_with_nulls(x, ids)))
+        case If(predicate=p, true_value=t, false_value=f):
+            return _branches([(p, t)], f, ids)
+        case CaseWhen(branches=branches, else_value=otherwise):
+            return _branches(list(branches), otherwise, ids)
+        case Coalesce(children_=children):
+            return _coalesce(children, ids)
+        case EqualNullSafe(left=a, right=b):
+            return _null_safe_equal(evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
+    if not e.deterministic:
+        return _UNKNOWN
+    children = [evaluate_with_nulls(c, ids) for c in e.children]
+    if e.null_intolerant and any(c == {None} for c in children):
+        return frozenset({None})
+    if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in children):
+        (x,), (y,) = children
+        return _compare_constants(type(e).__name__, x, y)
+    return _UNKNOWN
+
+
+def _hashable_value(v) -> bool:
+    return v is None or isinstance(v, (bool, int))
+
+
+def _as_booleans(values: frozenset) -> frozenset:
+    return _BOOLEANS if _ANY in values or not values <= _BOOLEANS else values
+
+
+def _not(v):
+    return None if v is None else not v
+
+
+def _and(a, b):
+    if a is False or b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def _or(a, b):
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+def _combine(op, xs: frozenset, ys: frozenset) -> frozenset:
+    return frozenset(op(x, y) for x in _as_booleans(xs) for y in _as_booleans(ys))
+
+
+def _is_null(values: frozenset) -> frozenset:
+    if _ANY in values:
+        return frozenset({True, False})
+    return frozenset(v is None for v in values)
+
+
+def _branches(branches: list, otherwise: Expression | None, ids: frozenset) -> frozenset:
+    """CASE WHEN: each branch's value where its condition may be true, and the rest may go
+    on to the next branch (a NULL condition is not true)."""
+    out: set = set()
+    for condition, value in branches:
+        possible = _as_booleans(evaluate_with_nulls(condition, ids))
+        if True in possible:
+            out |= evaluate_with_nulls(value, ids)
+        if not possible - {True}:
+            return frozenset(out)
+    out |= {None} if otherwise is None else evaluate_with_nulls(otherwise, ids)
+    return frozenset(out)
+
+
+def _coalesce(children, ids: frozenset) -> frozenset:
+    out: set = set()
+    for c in children:
+        values = evaluate_with_nulls(c, ids)
+        out |= values - {None}
+        if None not in values and _ANY not in values:
+            return frozenset(out)
+    return frozenset(out | {None})
+
+
+def _null_safe_equal(xs: frozenset, ys: frozenset) -> frozenset:
+    if _ANY in xs or _ANY in ys:
+        return frozenset({True, False})
+    return frozenset((x is None and y is None) or (
+        x is not None and y is not None and type(x) is type(y) and x == y)
+        for x in xs for y in ys)
+
+
+def _compare_constants(op: str, x, y) -> frozenset:
+    """A comparison of two known values: NULL when either is; decided for two booleans or
+    two integers (whose order is Spark's; not strings, which a collation may order
+    otherwise, nor floating point); else unknown."""
+    if x is None or y is None:
+        return frozenset({None})
+    compare = _CONSTANT_COMPARE.get(op)
+    if compare is None or x is _ANY or y is _ANY or type(x) is not type(y) \
+            or not isinstance(x, (bool, int)):
+        return _UNKNOWN
+    return frozenset({compare(x, y)})

@@ -73,6 +73,13 @@ class DataType:
         return _identity(self.value)
 
     @property
+    def has_floating_point(self) -> bool:
+        """Whether values of this type hold a ``float`` or ``double`` (nested ones too): the
+        types Spark's grouping normalises (``-0.0`` to ``0.0``, every NaN to one NaN) before
+        it compares keys (Catalyst's ``NormalizeFloatingNumbers``)."""
+        return _floating(self.value)
+
+    @property
     def precision_scale(self) -> tuple[int, int] | None:
         m = _DECIMAL.fullmatch(self.name)
         return (int(m.group(1)), int(m.group(2))) if m else None
@@ -108,21 +115,33 @@ def _simple(v) -> str:
     return str(t)
 
 
-def _identity(v) -> bool:
+def _leaves(v):
+    """The atomic types inside type ``v`` (JSON); ``None`` for a UDT that does not say
+    how it is stored."""
     if isinstance(v, str):
-        if v in _FRACTIONAL:
-            return False
-        return not v.startswith("string collate ") or v == "string collate UTF8_BINARY"
+        yield v
+        return
     t = v.get("type")
     if t == "array":
-        return _identity(v["elementType"])
-    if t == "map":
-        return _identity(v["keyType"]) and _identity(v["valueType"])
-    if t == "struct":
-        return all(_identity(f["type"]) for f in v["fields"])
-    if t == "udt":
-        return "sqlType" in v and _identity(v["sqlType"])
-    return True
+        yield from _leaves(v["elementType"])
+    elif t == "map":
+        yield from _leaves(v["keyType"])
+        yield from _leaves(v["valueType"])
+    elif t == "struct":
+        for f in v["fields"]:
+            yield from _leaves(f["type"])
+    elif t == "udt":
+        yield from _leaves(v["sqlType"]) if "sqlType" in v else (None,)
+
+
+def _identity(v) -> bool:
+    return all(leaf is not None and leaf not in _FRACTIONAL and (
+        not leaf.startswith("string collate ") or leaf == "string collate UTF8_BINARY")
+        for leaf in _leaves(v))
+
+
+def _floating(v) -> bool:
+    return any(leaf is None or leaf in _FRACTIONAL for leaf in _leaves(v))
 
 
 def _atomic(name: str) -> DataType:

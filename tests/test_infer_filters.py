@@ -15,14 +15,16 @@ from sparkext.expressions import (
     GreaterThan,
     GreaterThanOrEqual,
     IsNotNull,
+    LessThan,
     Or,
     Rand,
     lit,
 )
-from sparkext.plan import Filter, Join, Project
+from sparkext.expressions import FALSE, Alias
+from sparkext.plan import Aggregate, Filter, Join, Project
 from sparkext.rules.infer_filters import infer_filters
 from tests import golden
-from tests.plans import Table
+from tests.plans import Table, agg
 
 L = Table("l", "a b c:string", 1)
 R = Table("r", "x y z:string", 11)
@@ -76,6 +78,20 @@ CASES = {
         Filter(And(EqualTo(D.p, D.q), EqualTo(Cast(D.p, T.STRING), lit("-0.0"))), D.rel),
     "a struct field predicate implies the field is not null, not the struct":
         Filter(EqualTo(GetStructField(D.s, 0, "f"), lit(1)), D.rel),
+    "contradiction: a > b restated across a = b is b > b, so the filter keeps no row: false":
+        Filter(And(EqualTo(L.a, L.b), GreaterThan(L.b, L.a)), L.rel),
+    "contradiction in a join: the sides it may filter get false, nothing is evaluated":
+        Join(L.rel, Project((Alias(Add(R.x, lit(1), _type=T.INT), "k", 35),), R.rel), "Inner",
+             And(EqualTo(L.a, R.x), LessThan(L.a, R.x))),
+    "e >= e of a nullable e is dropped (stating it would evaluate e), not folded to true":
+        Filter(And(EqualTo(L.a, L.b), GreaterThanOrEqual(L.b, L.a)), L.rel),
+    "e >= e of a non-nullable e is true: nothing is added":
+        Filter(And(EqualTo(N.k, N.v), GreaterThanOrEqual(N.v, N.k)), N.rel),
+    "two constants bound to one column are a contradiction":
+        Filter(And(EqualTo(L.a, lit(5)), EqualTo(L.a, lit(4))), L.rel),
+    "false below a global aggregate does not reach above it (it gives one row)":
+        Filter(GreaterThan(Alias(agg("Count", L.a), "n", 36).to_attribute(), lit(0)),
+               Aggregate((), (Alias(agg("Count", L.a), "n", 36),), Filter(FALSE, L.rel))),
     "constraints pass through projections":
         Join(Project((L.a,), Filter(EqualTo(L.a, lit(5)), L.rel)), R.rel, "Inner",
              EqualTo(L.a, R.x)),

@@ -16,6 +16,7 @@ from sparkext.expressions import (
     EqualTo,
     Explode,
     GreaterThan,
+    If,
     IsNotNull,
     IsNull,
     LessThan,
@@ -54,6 +55,7 @@ from tests.plans import Table, agg
 L = Table("l", "a b c:string", 1)
 R = Table("r", "x y z:string", 11)
 S = Table("s", "p q", 21)
+D = Table("dd", "d:double e", 41)
 
 
 def subquery(h: int = 80):
@@ -92,6 +94,12 @@ CASES = {
                Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
     "a full outer join rejected on one side becomes a left outer join":
         Filter(GreaterThan(L.b, lit(1)), Join(L.rel, R.rel, "FullOuter", EqualTo(L.a, R.x))),
+    "an outer join is eliminated by evaluation: if(isnull(y), 0, x) > 0 is false for NULLs":
+        Filter(GreaterThan(If(IsNull(R.y), lit(0), R.x), lit(0)),
+               Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
+    "a conjunct that is true for NULLs keeps the outer join: if(isnull(y), 1, x) > 0":
+        Filter(GreaterThan(If(IsNull(R.y), lit(1), R.x), lit(0)),
+               Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
     "a conjunct that keeps NULL-padded rows does not change the join type":
         Filter(Or(IsNull(R.y), GreaterThan(R.y, lit(1))),
                Join(L.rel, R.rel, "LeftOuter", EqualTo(L.a, R.x))),
@@ -167,6 +175,22 @@ CASES = {
              And(EqualTo(L.a, R.x),
                  Or(And(EqualTo(L.c, lit("A")), GreaterThan(R.y, lit(1))),
                     And(EqualTo(L.c, lit("B")), LessThan(R.y, lit(9)))))),
+    "aggregate on a double key: a conjunct that tells -0.0 from 0.0 stays, a comparison moves":
+        Filter(And(EqualTo(Cast(D.d, T.STRING), lit("0.0")), GreaterThan(D.d, lit(0.5))),
+               Aggregate((D.d,), (D.d,), D.rel)),
+    "aggregate: a string computed from a double key is computed from the normalised key":
+        Filter(EqualTo(Alias(Cast(D.d, T.STRING), "s", 37).to_attribute(), lit("-0.0")),
+               Aggregate((D.d,), (Alias(Cast(D.d, T.STRING), "s", 37),), D.rel)),
+    "distinct over a double column: a cast to string stays above, a cast to int moves":
+        Filter(And(EqualTo(Cast(D.d, T.STRING), lit("-0.0")),
+                   EqualTo(Cast(D.d, T.INT), lit(0))), Distinct(D.rel)),
+    "deduplicate on a double key: arithmetic on the key stays above":
+        Filter(GreaterThan(Add(D.d, lit(1.0), _type=T.DOUBLE), lit(0.5)),
+               Deduplicate((D.d,), D.rel)),
+    "window partitioned by a double: a conjunct that tells -0.0 from 0.0 stays, isnull moves":
+        Filter(And(EqualTo(Cast(D.d, T.STRING), lit("0.0")), IsNull(D.d)),
+               Window((Alias(OpaqueExpression("RowNumber", (), 70), "rn", 34),), (D.d,),
+                      (asc(D.e),), D.rel)),
     "an ANSI cast in a lower filter still runs first after combining":
         Filter(GreaterThan(Cast(L.c, T.INT), lit(0)),
                Project((L.a, L.c), Filter(EqualTo(L.c, lit("7")), L.rel))),

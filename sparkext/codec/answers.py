@@ -21,8 +21,9 @@ from sparkext.expressions import (
     OpaqueExpression,
     Value,
 )
+from sparkext.joins import ExistenceJoin, OpaqueJoinType
 from sparkext.kinds import Item, plain, special
-from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
+from sparkext.plan import AliasIdentifier, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 
 
@@ -168,11 +169,11 @@ class AnswerEncoder:
 def join_type_out(enc: AnswerEncoder, v):
     """The wire form of a join type (inverse of
     :func:`sparkext.codec.requests.join_type_in`)."""
-    if isinstance(v, str):
-        return v
     if isinstance(v, ExistenceJoin):
         return {"ExistenceJoin": enc.expr(v.exists)}
-    return enc.value_arg(v)
+    if isinstance(v, OpaqueJoinType):
+        return enc.value_arg(v.value)
+    return v.wire
 
 
 def _alias_id_out(_enc: AnswerEncoder, v: AliasIdentifier) -> list:

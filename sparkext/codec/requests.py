@@ -20,8 +20,9 @@ from sparkext.expressions import (
     OpaqueExpression,
     Value,
 )
+from sparkext.joins import ExistenceJoin, JoinType, OpaqueJoinType
 from sparkext.kinds import Item, plain, special
-from sparkext.plan import AliasIdentifier, ExistenceJoin, Lazy, LogicalPlan, Opaque, Relation
+from sparkext.plan import AliasIdentifier, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 from sparkext.wire import VERSION
 
@@ -223,10 +224,10 @@ class Decoded:
 def join_type_in(d: Decoded, v):
     """A join type from its wire form: a name, ``{"ExistenceJoin": expr}``, or a value."""
     if isinstance(v, str):
-        return v
+        return JoinType.from_wire(v)
     if "ExistenceJoin" in v:
         return ExistenceJoin(d.expr(v["ExistenceJoin"]))
-    return Value(v["s"], v["v"])
+    return OpaqueJoinType(Value(v["s"], v["v"]))
 
 
 def _value_arg_in(_d: Decoded, v: dict) -> Value:

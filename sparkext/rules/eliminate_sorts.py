@@ -24,6 +24,7 @@ does, so Catalyst's can be switched off with nothing lost.
 
 from __future__ import annotations
 
+from sparkext import catalyst_names as names
 from sparkext.expressions import OpaqueExpression
 from sparkext.ordering import properties
 from sparkext.plan import (
@@ -42,17 +43,7 @@ from sparkext.plan import (
 
 __all__ = ["eliminate_sorts"]
 
-_ORDER_INSENSITIVE = {"Min", "Max", "Count", "BitAndAgg", "BitOrAgg", "BitXorAgg",
-                      "HyperLogLogPlusPlus"}
-# Exact unless they add floating-point values (addition of doubles is not associative);
-# the aggregate's own shuffle already leaves the order of additions to chance.
-_ORDER_INSENSITIVE_UNLESS_FLOATING = {"Sum", "Average", "StddevSamp", "StddevPop",
-                                      "VarianceSamp", "VariancePop", "Skewness", "Kurtosis"}
 _FLOATING = ("float", "double")
-# Catalyst's UserDefinedExpression classes (Scala, Python and Hive functions).
-_USER_DEFINED = {"ScalaUDF", "ScalaUDAF", "ScalaAggregator", "PythonUDF", "PythonUDAF",
-                 "PythonUDTF", "HiveSimpleUDF", "HiveGenericUDF", "HiveGenericUDTF",
-                 "HiveUDAFFunction"}
 
 
 def eliminate_sorts(plan: LogicalPlan) -> LogicalPlan:
@@ -117,14 +108,14 @@ def _order_insensitive(aggs) -> bool:
     """Whether no aggregate in ``aggs`` can see the order of its input rows (Catalyst's
     ``isOrderIrrelevantAggs``); grouping columns alone (a DISTINCT) see none."""
     def ignores_order(x) -> bool:
-        if isinstance(x, OpaqueExpression) and x.cls in _USER_DEFINED:
+        if isinstance(x, OpaqueExpression) and x.cls in names.USER_DEFINED:
             return False  # as Catalyst: a user's function may keep state across rows
-        if isinstance(x, OpaqueExpression) and x.cls == "AggregateExpression":
+        if isinstance(x, OpaqueExpression) and x.cls == names.AGGREGATE_EXPRESSION:
             fn = x.children_[0]
             name = fn.cls if isinstance(fn, OpaqueExpression) else type(fn).__name__
-            if name in _ORDER_INSENSITIVE:
+            if name in names.ORDER_INSENSITIVE_AGGREGATES:
                 return True
-            return name in _ORDER_INSENSITIVE_UNLESS_FLOATING and not any(
+            return name in names.ORDER_INSENSITIVE_UNLESS_FLOATING and not any(
                 c.data_type.name in _FLOATING for c in fn.children)
         return all(ignores_order(c) for c in x.children)
     return all(e.deterministic and ignores_order(e) for e in aggs)

@@ -27,6 +27,21 @@ inner and left semi joins, the right for left outer and anti joins, the left for
 outer joins, none for full outer joins. A predicate is added only where it is new (not
 among the target's constraints), so the rule reaches a fixed point; push_down_filters then
 moves what was added.
+
+What is inferred is simplified first, because sparkext runs after Catalyst's
+simplification batches and nothing folds it later
+(:func:`sparkext.constraints.simplify_inferred`): a comparison of an expression with
+itself, or of two literals, is decided, and a predicate that could only be kept by
+evaluating something that may raise (``(v * -730) >= (v * -730)``) is dropped. Inference
+never adds an evaluation the query did not have.
+
+    Filter (a = b AND b > a)          ==>   Filter false
+    +- Relation [a, b]                      +- Relation [a, b]
+
+A contradiction (restating ``b > a`` across ``a = b`` gives ``b > b``: false or NULL for
+every row) makes a Filter ``false`` as a whole (none of its conjuncts is evaluated, as
+Catalyst's empty relation evaluates none), and puts ``Filter false`` on the inputs of a
+join it implies no row for, where the table above lets that input lose rows.
 """
 
 from __future__ import annotations
@@ -35,28 +50,14 @@ from sparkext.constraints import (
     Constraints,
     constraints,
     equality_inferences,
+    is_false,
     is_not_null_inferences,
 )
-from sparkext.plan import (
-    CROSS,
-    INNER,
-    LEFT_ANTI,
-    LEFT_OUTER,
-    LEFT_SEMI,
-    RIGHT_OUTER,
-    Filter,
-    Join,
-    LogicalPlan,
-)
+from sparkext.expressions import FALSE
+from sparkext.plan import Filter, Join, LogicalPlan
 from sparkext.predicates import conjoin, contains_correlated_subquery, split_conjuncts
 
 __all__ = ["infer_filters"]
-
-# Which inputs of a join may lose rows that cannot match: (left, right).
-_INFER_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_SEMI: (True, True),
-                LEFT_OUTER: (False, True), LEFT_ANTI: (False, True),
-                RIGHT_OUTER: (True, False)}
-
 
 def infer_filters(plan: LogicalPlan) -> LogicalPlan:
     """Adds implied predicates; returns ``plan`` itself when nothing new is implied."""
@@ -66,6 +67,10 @@ def infer_filters(plan: LogicalPlan) -> LogicalPlan:
 def _infer(node: LogicalPlan) -> LogicalPlan:
     match node:
         case Filter(condition=cond, child=child):
+            if any(is_false(c) for c in constraints(node)):
+                # No row can pass: the filter is false, and evaluates none of its
+                # conjuncts (one of them could raise on a row it was never going to keep).
+                return node if is_false(cond) else node.copy(condition=FALSE)
             conjuncts = split_conjuncts(cond)
             known = constraints(child).union(conjuncts)
             new = [c for c in constraints(node) if c not in known]
@@ -73,7 +78,8 @@ def _infer(node: LogicalPlan) -> LogicalPlan:
                 return node
             return node.copy(condition=conjoin(conjuncts + new))
         case Join(left=left, right=right, join_type=jt, condition=cond):
-            to_left, to_right = _INFER_SIDES.get(jt, (False, False))
+            # Which inputs may lose rows that cannot match (joins.JoinFacts.infer_into).
+            to_left, to_right = jt.facts.infer_into
             if not (to_left or to_right):
                 return node
             implied = _join_implied(left, right, cond)
@@ -97,6 +103,9 @@ def _join_implied(left, right, cond) -> Constraints:
 def _add_new(side: LogicalPlan, implied: Constraints) -> LogicalPlan:
     known = constraints(side)
     ids = side.output_ids
+    if any(is_false(c) for c in implied):
+        # The join keeps no row, so this input may lose all of its own.
+        return side if any(is_false(c) for c in known) else Filter(FALSE, side)
     new = [c for c in implied
            if c.references and c.references <= ids and c.deterministic and c not in known]
     return Filter(conjoin(new), side) if new else side

@@ -20,7 +20,7 @@ expressions read, and asks its inputs for exactly that:
 | Generate | child columns only the generator needed (``unrequired_child_index``) | needed child columns plus the generator's |
 | Expand | unneeded output positions, in every projection | what the kept projections read |
 | Join | — | per side: needed columns plus the condition's |
-| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias | — | needed columns plus what they read (with ``before_subquery_rewrite``, a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
+| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias (``keeps_child_columns`` on the class) | — | needed columns plus what they read (with ``before_subquery_rewrite``, a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
 | Distinct, Deduplicate, Opaque | — | everything (pruning below them would change what is distinct or what they see) |
 
 Where a node consumes an input that still carries columns nobody needs (a filter over a
@@ -31,6 +31,7 @@ The root keeps its whole output.
 
 from __future__ import annotations
 
+from sparkext import catalyst_names as names
 from sparkext.expressions import Expression, OpaqueExpression, to_attribute
 from sparkext.plan import (
     Aggregate,
@@ -39,27 +40,16 @@ from sparkext.plan import (
     Expand,
     Filter,
     Generate,
-    GlobalLimit,
     Join,
-    LocalLimit,
     LogicalPlan,
     Opaque,
     Project,
-    RebalancePartitions,
     Relation,
-    Repartition,
-    RepartitionByExpression,
-    Sample,
-    Sort,
-    SubqueryAlias,
     Union,
     Window,
 )
 
 __all__ = ["prune_columns"]
-
-_PASS_THROUGH = (Filter, Sort, GlobalLimit, LocalLimit, Sample, Repartition,
-                 RepartitionByExpression, RebalancePartitions, SubqueryAlias)
 
 
 def prune_columns(plan: LogicalPlan, *, before_subquery_rewrite: bool = False) -> LogicalPlan:
@@ -163,7 +153,7 @@ class _Pruner:
                 new_child = self.narrow(child, (needed | cond.references) & child.output_ids)
                 return node if new_child is child else node.copy(child=new_child)
 
-            case _ if isinstance(node, _PASS_THROUGH):
+            case _ if node.keeps_child_columns:
                 child = node.children[0]
                 new_child = self.prune(child, (needed | node.references) & child.output_ids)
                 return node if new_child is child else node.with_new_children([new_child])
@@ -191,14 +181,15 @@ class _Pruner:
 
 
 def _has_predicate_subquery(e: Expression) -> bool:
-    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.cls in ("Exists", "ListQuery"))
+    return e.exists(lambda x: isinstance(x, OpaqueExpression)
+                    and x.cls in names.PREDICATE_SUBQUERIES)
 
 
 def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:
     """An EXISTS subquery only needs the columns its correlation reads; narrowing its plan
     lets the scan under it read only those once Spark rewrites it into a semi join."""
     def narrow(e: Expression) -> Expression:
-        if isinstance(e, OpaqueExpression) and e.cls == "Exists" and e.keep is None \
+        if isinstance(e, OpaqueExpression) and e.cls == names.EXISTS and e.keep is None \
                 and e.subquery_output is not None:
             out = frozenset(a.expr_id for a in e.subquery_output)
             used = _refs(e.children_) & out

@@ -18,20 +18,34 @@ the conjuncts after it stay after it.
 | --- | --- |
 | Filter | always (the two are combined, lower first, duplicates dropped), unless the lower filter is non-deterministic |
 | Project | every projected expression is deterministic; aliases are replaced by what they name |
-| Aggregate | it reads only grouping outputs (aliases of grouping expressions replaced); never for a global aggregate, nor when an aggregate or grouping expression is non-deterministic |
-| Window | it reads only attributes the window is partitioned by, and every window expression is deterministic |
+| Aggregate | it reads only grouping outputs (aliases of grouping expressions replaced); never for a global aggregate, nor when an aggregate or grouping expression is non-deterministic; it cannot tell normalised floating-point keys apart (below) |
+| Window | it reads only attributes the window is partitioned by, and every window expression is deterministic; it cannot tell normalised floating-point keys apart |
 | Union | always: into every child, columns mapped by position |
 | Generate | it reads no generator output and the generator is deterministic |
 | Expand | it reads only columns every projection passes through unchanged |
-| Sort, Repartition, RepartitionByExpression, RebalancePartitions, SubqueryAlias, Distinct | always |
-| Deduplicate | it reads only the deduplication keys |
+| Sort, Repartition, RepartitionByExpression, RebalancePartitions, SubqueryAlias (``commutes_with_filters`` on the class) | always |
+| Distinct | it cannot tell normalised floating-point keys apart |
+| Deduplicate | it reads only the deduplication keys, and cannot tell normalised floating-point keys apart |
 | Join | by join type, below |
 | Limit, Sample, Opaque, Relation | never |
+
+**Floating-point grouping keys.** Grouping (Aggregate, Distinct, Deduplicate, a Window's
+partitions) puts ``-0.0`` and ``0.0`` in one group, and every NaN in one, and outputs one
+value for the group (Catalyst's ``NormalizeFloatingNumbers``). Below the grouping a
+conjunct sees each row's own value: it may move only if it gives the same result for every
+member of a group, which :func:`sparkext.predicates.blind_to_normalisation` decides: each
+floating-point key (float, double, or a nested type holding one) reaches the conjunct's
+root only through a comparison (``=, <, <=, >, >=, <=>``, ``IN``), ``IsNull``,
+``IsNotNull`` or ``IsNaN``, with nothing but casts to numeric types on the way. Catalyst
+pushes ``CAST(d AS STRING) = '0.0'`` below ``GROUP BY d`` and counts one row of three
+(tests/corpus/catalyst_wrong.py).
 
 A conjunct with a subquery never moves next to attributes of the subquery's own output ids
 (the subquery's rewrite into a join would see them twice), nor into a join condition.
 
-Joins — which conjuncts may go to which side (Catalyst's ``PushPredicateThroughJoin``):
+Joins — which conjuncts may go to which side (Catalyst's ``PushPredicateThroughJoin``; the
+facts live on the join types, ``where_filters``, ``on_filters`` and
+``where_joins_condition`` in :mod:`sparkext.joins`; an opaque join type moves nothing):
 
 | join type | WHERE, left-only | WHERE, right-only | WHERE, both sides | ON, left-only | ON, right-only |
 | --- | --- | --- | --- | --- | --- |
@@ -48,8 +62,12 @@ side may only lose rows that could not have matched: only ON conjuncts may filte
 Before that, an outer join whose null-supplying side a WHERE conjunct rejects becomes an
 inner one (Catalyst's ``EliminateOuterJoin``, which cannot see a filter that has not yet
 come down to the join): a conjunct that is NULL or false whenever that side's columns are
-NULL — it reaches one of them through null-intolerant operations only, or is ``IsNotNull``
-of such an expression — drops every row the outer join padded with NULLs. Left and right
+NULL drops every row the outer join padded with NULLs. As Catalyst does, this is decided
+by evaluation (:func:`sparkext.predicates.rejects_nulls`): the conjunct is evaluated in
+three-valued logic with that side's columns NULL and every other column unknown, through
+NULL propagation, IF, CASE WHEN, COALESCE, NULL checks and AND/OR/NOT; what cannot be
+evaluated may be true, and does not reject. So ``if(isnull(alwaysTrue), 0, count) > 0``,
+the filter a correlated scalar subquery leaves, rejects the NULL-padded rows (``0 > 0``). Left and right
 outer joins become inner joins; a full outer join becomes left, right or inner.
 A WHERE conjunct that joins the two sides becomes part of an inner join's condition,
 after the conjuncts already there. From a join condition conjunct over both sides, the
@@ -64,41 +82,31 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sparkext.constraints import constraints
-from sparkext.expressions import And, AttributeReference, Expression, IsNotNull, Or
+from sparkext.expressions import And, AttributeReference, Expression, Or
 from sparkext.plan import (
-    CROSS,
-    FULL_OUTER,
-    INNER,
-    LEFT_ANTI,
-    LEFT_OUTER,
-    LEFT_SEMI,
-    LEFT_SINGLE,
-    RIGHT_OUTER,
     Aggregate,
     Deduplicate,
     Distinct,
-    ExistenceJoin,
     Expand,
     Filter,
     Generate,
     Join,
     LogicalPlan,
     Project,
-    RebalancePartitions,
-    Repartition,
-    RepartitionByExpression,
-    Sort,
-    SubqueryAlias,
     Union,
     Window,
 )
 from sparkext.predicates import (
     alias_map,
+    blind_to_normalisation,
     can_move_next_to,
     conjoin,
     contains_aggregate,
     contains_subquery,
     deterministic_prefix,
+    float_keys,
+    normalised_columns,
+    rejects_nulls,
     replace_aliases,
     replace_attributes,
     semantic_set,
@@ -106,24 +114,6 @@ from sparkext.predicates import (
 )
 
 __all__ = ["push_down_filters"]
-
-_ALWAYS_THROUGH = (Sort, Repartition, RepartitionByExpression, RebalancePartitions,
-                   SubqueryAlias, Distinct)
-
-# Which sides each join type lets conjuncts filter: (WHERE: left, right), (ON: left, right).
-_WHERE_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_OUTER: (True, False),
-                LEFT_SINGLE: (True, False), RIGHT_OUTER: (False, True),
-                FULL_OUTER: (False, False), LEFT_SEMI: (True, False), LEFT_ANTI: (True, False)}
-_ON_SIDES = {INNER: (True, True), CROSS: (True, True), LEFT_OUTER: (False, True),
-             LEFT_SINGLE: (False, True), RIGHT_OUTER: (True, False),
-             FULL_OUTER: (False, False), LEFT_SEMI: (True, True), LEFT_ANTI: (False, True)}
-
-
-def _sides(table: dict, join_type) -> tuple[bool, bool]:
-    if isinstance(join_type, ExistenceJoin):
-        return table[LEFT_ANTI]
-    return table.get(join_type, (False, False))  # an unknown join type: move nothing
-
 
 def push_down_filters(plan: LogicalPlan) -> LogicalPlan:
     """Pushes filters down the plan; returns ``plan`` itself when nothing can move."""
@@ -155,14 +145,18 @@ def _above(conjuncts: list, node: LogicalPlan) -> LogicalPlan:
 
 
 def _moving(movable: list, target: LogicalPlan, allowed: Callable[[Expression], bool],
-            rewrite: Callable[[Expression], Expression] = lambda c: c):
+            rewrite: Callable[[Expression], Expression] = lambda c: c,
+            grouped: frozenset = frozenset()):
     """Splits ``movable`` into (rewritten conjuncts that go to ``target``, the ones that
-    stay), both in their original order."""
+    stay), both in their original order. ``grouped``: the columns of ``target`` that the
+    node being crossed groups by and normalises (floating-point keys); a conjunct that
+    could tell their values apart stays above."""
     moved, stay = [], []
     ids = target.output_ids
     for c in movable:
         r = rewrite(c)
-        if allowed(r) and r.references <= ids and can_move_next_to(r, ids):
+        if allowed(r) and r.references <= ids and can_move_next_to(r, ids) \
+                and blind_to_normalisation(r, grouped):
             moved.append(r)
         else:
             stay.append(c)
@@ -174,9 +168,9 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
     if not movable:
         return f
 
-    def through(allowed, rebuild, rewrite=lambda c: c):
+    def through(allowed, rebuild, rewrite=lambda c: c, grouped=frozenset()):
         below = child.children[0]
-        moved, stay = _moving(movable, below, allowed, rewrite)
+        moved, stay = _moving(movable, below, allowed, rewrite, grouped)
         if not moved:
             return f
         return _above(stay + pinned, rebuild(Filter(conjoin(moved), below)))
@@ -201,12 +195,14 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
                 groups and all(e.deterministic for e in groups + aggs)):
             aliases = {k: v for k, v in alias_map(aggs).items() if not contains_aggregate(v)}
             return through(lambda c: not contains_aggregate(c), lambda b: child.copy(child=b),
-                           lambda c: replace_aliases(c, aliases))
+                           lambda c: replace_aliases(c, aliases), normalised_columns(groups))
 
         case Window(window_expressions=wexprs, partition_spec=parts) if all(
                 e.deterministic for e in wexprs):
-            keys = frozenset(p.expr_id for p in parts if isinstance(p, AttributeReference))
-            return through(lambda c: c.references <= keys, lambda b: child.copy(child=b))
+            keys = [p for p in parts if isinstance(p, AttributeReference)]
+            key_ids = frozenset(p.expr_id for p in keys)
+            return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b),
+                           grouped=float_keys(keys))
 
         case Generate(generator=gen) if gen.deterministic:
             return through(anything, lambda b: child.copy(child=b))
@@ -221,9 +217,14 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
 
         case Deduplicate(keys=keys):
             key_ids = frozenset(k.expr_id for k in keys)
-            return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b))
+            return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b),
+                           grouped=float_keys(keys))
 
-        case _ if isinstance(child, _ALWAYS_THROUGH):
+        case Distinct():
+            return through(anything, lambda b: child.copy(child=b),
+                           grouped=float_keys(child.output))
+
+        case _ if child.commutes_with_filters:
             return through(anything, lambda b: child.with_new_children([b]))
 
         case Union():
@@ -257,38 +258,12 @@ def _push_into_union(f: Filter, movable: list, pinned: list, union: Union) -> Lo
 
 def _without_rejected_outer_sides(join: Join, conjuncts: list) -> Join:
     jt = join.join_type
-    if jt not in (LEFT_OUTER, RIGHT_OUTER, FULL_OUTER):
+    if not jt.facts.outer:
         return join
     left_rejected = any(rejects_nulls(c, join.left.output_ids) for c in conjuncts)
     right_rejected = any(rejects_nulls(c, join.right.output_ids) for c in conjuncts)
-    new = {(LEFT_OUTER, False, True): INNER, (LEFT_OUTER, True, True): INNER,
-           (RIGHT_OUTER, True, False): INNER, (RIGHT_OUTER, True, True): INNER,
-           (FULL_OUTER, True, True): INNER, (FULL_OUTER, True, False): LEFT_OUTER,
-           (FULL_OUTER, False, True): RIGHT_OUTER}.get((jt, left_rejected, right_rejected))
-    return join if new is None else join.copy(join_type=new)
-
-
-def _null_when_null(e: Expression, ids: frozenset) -> bool:
-    """Whether ``e`` is NULL whenever the columns ``ids`` are."""
-    if isinstance(e, AttributeReference):
-        return e.expr_id in ids
-    return e.null_intolerant and e.deterministic and any(
-        _null_when_null(c, ids) for c in e.children)
-
-
-def rejects_nulls(c: Expression, ids: frozenset) -> bool:
-    """Whether predicate ``c`` is NULL or false whenever the columns ``ids`` are NULL."""
-    if not c.deterministic:
-        return False
-    match c:
-        case IsNotNull(child=x):
-            return _null_when_null(x, ids)
-        case And(left=a, right=b):
-            return rejects_nulls(a, ids) or rejects_nulls(b, ids)
-        case Or(left=a, right=b):
-            return rejects_nulls(a, ids) and rejects_nulls(b, ids)
-        case _:
-            return _null_when_null(c, ids)
+    new = jt.without_padding(left_rejected, right_rejected)
+    return join if new is jt else join.copy(join_type=new)
 
 
 def _classify(conjuncts: list, left: LogicalPlan, right: LogicalPlan):
@@ -313,10 +288,10 @@ def _push_into_join(f: Filter, movable: list, pinned: list, join: Join) -> Logic
     if inner is not join:
         return _above(movable + pinned, inner)
     lc, rc, common = _classify(movable, join.left, join.right)
-    to_left, to_right = _sides(_WHERE_SIDES, join.join_type)
+    to_left, to_right = join.join_type.facts.where_filters
     lc, rc = (lc if to_left else []), (rc if to_right else [])
     into_condition = []
-    if join.join_type in (INNER, CROSS):
+    if join.join_type.facts.where_joins_condition:
         into_condition = [c for c in common if not contains_subquery(c)]
     moved = {id(c) for c in lc + rc + into_condition}
     if not moved:
@@ -332,7 +307,7 @@ def _push_join_condition(join: Join) -> LogicalPlan:
     conjuncts = split_conjuncts(join.condition)
     movable, _ = deterministic_prefix(conjuncts)
     lc, rc, common = _classify(movable, join.left, join.right)
-    to_left, to_right = _sides(_ON_SIDES, join.join_type)
+    to_left, to_right = join.join_type.facts.on_filters
     lc, rc = (lc if to_left else []), (rc if to_right else [])
     moved = {id(c) for c in lc + rc}
     left = _with_filter(lc, join.left)

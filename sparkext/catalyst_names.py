@@ -1,0 +1,35 @@
+"""Names of Catalyst expression classes sparkext does not mirror but must recognise.
+
+They arrive as :class:`sparkext.expressions.OpaqueExpression` with ``cls`` set to the
+Catalyst class's simple name; the analyses compare ``cls`` with these constants, never
+with a string of their own.
+"""
+
+from __future__ import annotations
+
+#: Every aggregate function call (pandas grouped-aggregate UDFs included) sits inside one.
+AGGREGATE_EXPRESSION = "AggregateExpression"
+WINDOW_EXPRESSION = "WindowExpression"
+#: ``EXISTS (subquery)`` and ``x IN (subquery)``: Spark turns them into joins after
+#: sparkext has run.
+EXISTS = "Exists"
+LIST_QUERY = "ListQuery"
+#: ``arr.f``: a field of every struct in an array.
+GET_ARRAY_STRUCT_FIELDS = "GetArrayStructFields"
+
+PREDICATE_SUBQUERIES = frozenset({EXISTS, LIST_QUERY})
+#: Expressions whose value depends on many rows, not on the row at hand.
+MANY_ROWS = frozenset({AGGREGATE_EXPRESSION, WINDOW_EXPRESSION})
+
+#: Aggregate functions whose result does not depend on the order of their input.
+ORDER_INSENSITIVE_AGGREGATES = frozenset({
+    "Min", "Max", "Count", "BitAndAgg", "BitOrAgg", "BitXorAgg", "HyperLogLogPlusPlus"})
+#: Aggregate functions exact in any order unless they add floating-point values (addition
+#: of doubles is not associative).
+ORDER_INSENSITIVE_UNLESS_FLOATING = frozenset({
+    "Sum", "Average", "StddevSamp", "StddevPop", "VarianceSamp", "VariancePop", "Skewness",
+    "Kurtosis"})
+#: Catalyst's UserDefinedExpression classes (Scala, Python and Hive functions).
+USER_DEFINED = frozenset({
+    "ScalaUDF", "ScalaUDAF", "ScalaAggregator", "PythonUDF", "PythonUDAF", "PythonUDTF",
+    "HiveSimpleUDF", "HiveGenericUDF", "HiveGenericUDTF", "HiveUDAFFunction"})
