@@ -141,6 +141,27 @@ object LiteralCodec {
     case _ => false
   }
 
+  /**
+   * Whether `v` reads back from its JSON form as the very same value. A string that is not
+   * valid UTF-8 does not (a Java string has no form for byte FF: it becomes U+FFFD), so a
+   * literal holding one anywhere travels by handle only, and a rule that sends it back
+   * hands Spark the original.
+   */
+  def exact(v: Any, dt: DataType): Boolean = v == null || (dt match {
+    case _: StringType | _: CharType | _: VarcharType => v.asInstanceOf[UTF8String].isValid
+    case ArrayType(et, _) => exactElements(v.asInstanceOf[ArrayData], et)
+    case MapType(kt, vt, _) =>
+      val m = v.asInstanceOf[MapData]
+      exactElements(m.keyArray(), kt) && exactElements(m.valueArray(), vt)
+    case StructType(fields) =>
+      val r = v.asInstanceOf[InternalRow]
+      fields.indices.forall(i => r.isNullAt(i) || exact(r.get(i, fields(i).dataType), fields(i).dataType))
+    case _ => true
+  })
+
+  private def exactElements(a: ArrayData, et: DataType): Boolean =
+    (0 until a.numElements()).forall(i => a.isNullAt(i) || exact(a.get(i, et), et))
+
   private def writeFloating(g: JsonGenerator, d: Double): Unit = {
     if (d.isNaN) g.writeString("NaN")
     else if (d.isInfinite) g.writeString(if (d > 0) "Infinity" else "-Infinity")
@@ -215,7 +236,9 @@ object LiteralCodec {
       case _: NumberFormatException => throw new IllegalArgumentException(s"$j is not a valid ${d.simpleString} value")
     }
     val exact = bd.stripTrailingZeros()
-    if (exact.scale > d.scale || exact.precision - exact.scale > d.precision - d.scale) {
+    // Zero has no integer digit, though BigDecimal gives it a precision of 1.
+    val integerDigits = if (exact.signum == 0) 0 else exact.precision - exact.scale
+    if (exact.scale > d.scale || integerDigits > d.precision - d.scale) {
       throw new IllegalArgumentException(s"$j does not fit ${d.simpleString}")
     }
     Decimal(bd, d.precision, d.scale)
@@ -493,7 +516,7 @@ final class PlanEncoder(spec: MirrorSpec) {
   private def expr(e: Expression): Unit = e match {
     case a: AttributeReference =>
       g.writeStartObject(); g.writeNumberField("a", attrId(a)); g.writeEndObject()
-    case l: Literal if LiteralCodec.supports(l.dataType) =>
+    case l: Literal if LiteralCodec.supports(l.dataType) && LiteralCodec.exact(l.value, l.dataType) =>
       g.writeStartObject()
       g.writeNumberField("h", handle(l))
       g.writeStringField("k", "Literal")
@@ -518,7 +541,8 @@ final class PlanEncoder(spec: MirrorSpec) {
       g.writeEndArray()
       typeAndNullability(a)
       g.writeEndObject()
-    case s: InSet if LiteralCodec.supports(s.child.dataType) =>
+    case s: InSet if LiteralCodec.supports(s.child.dataType) &&
+        s.hset.forall(LiteralCodec.exact(_, s.child.dataType)) =>
       g.writeStartObject()
       g.writeNumberField("h", handle(s))
       g.writeStringField("k", "InSet")
