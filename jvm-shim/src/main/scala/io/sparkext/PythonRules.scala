@@ -235,7 +235,8 @@ private[sparkext] object BridgeCall {
 
   /**
    * Accepts a rewrite only when it is resolved, has exactly the input's output attributes
-   * (ids, names, types, order) and passes Catalyst's own `LogicalPlanIntegrity` checks.
+   * (ids, names, types, order), passes the analyzer's checks on its new nodes
+   * ([[PlanChecks]]) and Catalyst's own `LogicalPlanIntegrity` checks.
    */
   def validate(before: LogicalPlan, after: LogicalPlan): Option[String] = {
     if (!after.resolved) return Some("the plan is not resolved:\n" + after.treeString)
@@ -248,7 +249,8 @@ private[sparkext] object BridgeCall {
     }
     // validateOptimizedPlan leaves these two to Catalyst's planChangeValidation (off by
     // default): a rule's attribute that no child produces must not reach execution.
-    LogicalPlanIntegrity.validateOptimizedPlan(before, after, true)
+    PlanChecks.problem(before, after)
+      .orElse(LogicalPlanIntegrity.validateOptimizedPlan(before, after, true))
       .orElse(LogicalPlanIntegrity.validateNoDanglingReferences(after))
       .orElse(LogicalPlanIntegrity.validateAggregateExpressions(after))
   }
