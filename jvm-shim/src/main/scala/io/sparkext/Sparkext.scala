@@ -9,6 +9,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.QueryPlanningTracker
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreePattern
 
@@ -80,6 +81,19 @@ final class SessionBridge {
     memos(p).set(Memo(new WeakReference(plan), version, excluded))
 
   def forget(): Unit = memos.values.foreach(_.set(null))
+
+  // The queries that warned already, by their planning tracker: Catalyst optimizes a
+  // query's subqueries within the same tracker, one optimizer call each.
+  private val warned = new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]()
+
+  /**
+   * Whether the query being optimized on this thread has not warned yet (and now has). A
+   * call outside any query (no tracker: `Sparkext.applyRules`) always warns.
+   */
+  def firstWarningOfQuery(): Boolean = QueryPlanningTracker.get match {
+    case Some(tracker) => warned.synchronized(warned.put(tracker, java.lang.Boolean.TRUE) == null)
+    case None => true
+  }
 }
 
 /**
