@@ -18,10 +18,13 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
+
 from sparkext._tree import mirror_spec
 from sparkext.bridge import RuleBridge
 from sparkext.channel import channel
 from sparkext.optimizer import POSITIONS, Batch, FixedPoint, Rule, RuleExecutor, as_rule
+from sparkext.wire import handshake
 
 log = logging.getLogger("sparkext")
 
@@ -252,12 +255,19 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     ensure_callback_server_started(spark.sparkContext._gateway)
     calls = channel()
     spec = {
+        "handshake": handshake(),
         "channel": calls.address(calls.add(bridge)),
         "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
                   for r in all_rules],
         "mirror": mirror_spec(),
     }
-    answer = json.loads(registry.register(jsession, bridge, json.dumps(spec)))
+    try:
+        answer = json.loads(registry.register(jsession, bridge, json.dumps(spec)))
+    except Py4JJavaError as e:
+        cause = e.java_exception
+        if cause.getClass().getName() != "io.sparkext.SparkextException":
+            raise
+        raise SparkextError(f"sparkext: {cause.getMessage()}") from None
     dropped = answer["dropped"]
     if dropped:
         log.warning("sparkext: these Catalyst classes differ in this Spark and travel as "

@@ -22,8 +22,9 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
 
 /**
- * The wire format, version 1 (docs/wire-format.md is the reference; `sparkext/codec.py` is
- * the other half). A plan travels as one JSON document; every node, expression and opaque
+ * The wire format, version [[PlanCodec.Version]] (docs/wire-format.md is the reference;
+ * `sparkext/codec.py` is the other half, and `sparkext/wire.py` holds the constants both
+ * sides share, compared at registration by the [[Handshake]]). A plan travels as one JSON document; every node, expression and opaque
  * value carries an integer handle into the per-call table `handles`, so Python can answer
  * `{"ref": h}` for anything it did not change.
  */

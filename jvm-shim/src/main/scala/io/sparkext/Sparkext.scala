@@ -129,13 +129,15 @@ object Sparkext {
   /**
    * Registers the Python rules for a session, replacing any earlier registration.
    *
-   * `specJson` holds the rules (name, position, tree patterns) and the mirror (the Catalyst
+   * `specJson` holds the [[Handshake]] (refused, with one error, when the package and
+   * this jar differ), the rules (name, position, tree patterns) and the mirror (the Catalyst
    * classes Python mirrors, with the kinds of their constructor arguments). Returns a JSON
    * list of the mirror classes this Spark cannot build, each with the reason; those
    * classes travel as opaque nodes, and the registration's version (for [[unregister]]).
    */
   def register(session: SparkSession, bridge: RuleBridge, specJson: String): String = {
     val spec = mapper.readTree(specJson)
+    Handshake.check(spec.get("handshake"))
     val rules = parseRules(spec.get("rules"))
     val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
     val (channel, key) = parseChannel(spec.get("channel"))
@@ -161,6 +163,9 @@ object Sparkext {
       s.forget()
     }
   }
+
+  /** This jar's half of the handshake, as JSON. */
+  def handshake(): String = Handshake.json
 
   def isRegistered(session: SparkSession): Boolean = {
     val s = stateOrNull(session)
