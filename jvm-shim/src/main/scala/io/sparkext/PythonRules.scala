@@ -207,7 +207,7 @@ private[sparkext] final class BridgeCall(
 
     val t2 = System.nanoTime()
     val rebuilt = try {
-      new PlanRebuilder(reg.spec, enc, PlanRebuilder.types(doc.get("types"))).plan(doc.get("plan"))
+      new PlanRebuilder(reg.spec, enc.call, PlanRebuilder.types(doc.get("types"))).plan(doc.get("plan"))
     } catch {
       case NonFatal(e) => fail(plan, m.rejected, s"the plan returned by $by cannot be built: ${e.getMessage}")
     } finally {
