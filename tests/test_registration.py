@@ -55,7 +55,31 @@ THREE_SUBQUERIES = """
 """
 
 
-def test_a_raising_rule_warns_once_per_query_and_counts_every_call(spark):
+@pytest.fixture
+def jvm_warnings(spark):
+    """The lines the JVM's bridge logs, captured by a log4j appender (the test session
+    logs only errors, so the logger is set to WARN for the test)."""
+    jvm = spark._jvm
+    log4j = jvm.org.apache.logging.log4j
+    name = "io.sparkext.PythonRules"
+    configurator = log4j.core.config.Configurator
+    context = log4j.LogManager.getContext(False)
+    before = context.getLogger(name).getLevel()
+    configurator.setLevel(name, log4j.Level.WARN)
+    writer = jvm.java.io.StringWriter()
+    appender = log4j.core.appender.WriterAppender.createAppender(
+        None, None, writer, "sparkext-test-warnings", False, True)
+    appender.start()
+    logger = context.getConfiguration().getLoggerConfig(name)
+    logger.addAppender(appender, None, None)
+    context.updateLoggers()
+    yield lambda: [line for line in writer.toString().splitlines() if line]
+    logger.removeAppender("sparkext-test-warnings")
+    appender.stop()
+    configurator.setLevel(name, before)
+
+
+def test_a_raising_rule_warns_once_per_query_and_counts_every_call(spark, jvm_warnings):
     spark.range(12).selectExpr("id % 3 AS k", "id AS v").createOrReplaceTempView("numbers")
     with conf(spark, {"spark.sparkext.enabled": "false"}):
         expected = collect(spark.sql(THREE_SUBQUERIES))
@@ -63,9 +87,9 @@ def test_a_raising_rule_warns_once_per_query_and_counts_every_call(spark):
         sparkext.reset_metrics(spark)
         assert_same_rows(expected, collect(spark.sql(THREE_SUBQUERIES)))
         m = sparkext.metrics(spark)
-        # The warnings metric holds exactly what the JVM logged.
         assert m["python_errors"] == m["calls"] >= 4, m
-        assert len(m["warnings"]) == 1 and "boom" in m["warnings"][0], m["warnings"]
+        assert len(jvm_warnings()) == 1 and "boom" in jvm_warnings()[0], jvm_warnings()
+        assert m["warnings"] == jvm_warnings()
         # A second query warns again.
         collect(spark.sql(THREE_SUBQUERIES))
-        assert len(sparkext.metrics(spark)["warnings"]) == 2
+        assert len(jvm_warnings()) == 2
