@@ -107,3 +107,35 @@ def test_decimal_zero_with_all_digits_after_the_point_round_trips(spark, table):
     assert len(expected) == 2, expected
     assert_same_rows(expected, actual)
     assert m["rejected"] == 0 and m["python_errors"] == 0, m
+
+
+# Literals at the edges of their types, each projected as a column: a value changed on the
+# way (a float's last digit, -0.0, a decimal's scale, a byte of a string) changes the row.
+EDGE_LITERALS = [
+    "CAST(-0.0 AS DOUBLE)", "CAST('NaN' AS DOUBLE)", "CAST('-Infinity' AS FLOAT)",
+    "CAST(1.4E-45 AS FLOAT)", "CAST(3.4028235E38 AS FLOAT)", "CAST(0.1 AS FLOAT)", "4.9E-324D",
+    "CAST(-0.0 AS FLOAT)", "CAST(1E-38 AS DECIMAL(38,38))", "CAST(-1 AS DECIMAL(38,0))",
+    "99999999999999999999999999999999999999BD", "CAST(0 AS DECIMAL(1,0))",
+    "TIMESTAMP'1900-01-01 00:00:00.000001'", "TIMESTAMP_NTZ'9999-12-31 23:59:59.999999'",
+    "DATE'0001-01-01'", "X'00FF'", "'\\u0000 é 𝄞'", "CAST(-128 AS TINYINT)",
+    "-9223372036854775808L", "INTERVAL '3 04:05:06.000007' DAY TO SECOND",
+    "array(CAST(NULL AS INT), 1)", "map('a', CAST(-0.0 AS DOUBLE))",
+    "named_struct('a', CAST(-0.0 AS DOUBLE), 'b', X'FF', 'c', CAST(NULL AS STRING))",
+]
+
+
+def test_literals_at_the_edges_of_their_types_come_back_exactly(spark, table):
+    columns = [f"{lit} AS c{i}" for i, lit in enumerate(EDGE_LITERALS)]
+
+    def frame():
+        return table().selectExpr("id", *columns)
+
+    with conf(spark, {"spark.sparkext.enabled": "false"}):
+        expected = [repr(r) for r in sorted(collect(frame()))]
+    with rules_enabled(spark, batches=[Batch("rebuild", Once(), (rebuild_everything,))]), \
+            conf(spark, {"spark.sparkext.strict": "true"}):
+        sparkext.reset_metrics(spark)
+        actual = [repr(r) for r in sorted(collect(frame()))]
+        m = sparkext.metrics(spark)
+    assert actual == expected
+    assert m["accepted"] == 1, m
