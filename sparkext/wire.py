@@ -8,6 +8,8 @@ one clear error rather than on every query.
 
 from __future__ import annotations
 
+from sparkext.kinds import wire_codes
+
 #: The wire format's version (docs/wire-format.md). Bump it together with the JVM's
 #: ``PlanCodec.Version`` on any incompatible change.
 VERSION = 2
@@ -17,3 +19,11 @@ UNCHANGED_ANSWER = '{"unchanged":true}'
 
 #: The largest answer the JVM accepts (the channel's length prefix is checked against it).
 MAX_ANSWER_BYTES = 2**30
+
+
+def handshake() -> dict:
+    """The package's half of the handshake that ``sparkext.enable`` sends with the rules:
+    the wire version, the argument-kind codes the JVM's reflective builders must know, and
+    the answer limit. The jar (``io.sparkext.Handshake``) compares each with its own and
+    refuses the registration, naming both values, when one differs."""
+    return {"version": VERSION, "kinds": sorted(wire_codes()), "max_answer_bytes": MAX_ANSWER_BYTES}

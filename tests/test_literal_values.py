@@ -230,13 +230,3 @@ def test_the_generator_covers_bounds_and_the_awkward_values():
                    "X''", "DECIMAL(38,37)", "TIMESTAMP_NTZ", "YEAR TO MONTH", "DAY TO SECOND",
                    "f09f9880"):  # (UTF-8 of a character outside the BMP)
         assert needle in texts, needle
-
-
-@pytest.mark.xfail(reason="the JVM's decimal check (PlanCodec.decimal) also counts the 0 as "
-                          "an integer digit: fixed on the JVM branch (issue 16, item 2)",
-                   strict=False)
-def test_zero_of_a_decimal_with_no_integer_digits_comes_back(spark):
-    # cast(0 as decimal(4,4)): refused on the Python side before this fix.
-    lits = ["CAST('0' AS DECIMAL(4,4))", "CAST('0.0000' AS DECIMAL(4,4))"]
-    test_literals_of_every_type_come_back_from_python_exactly(
-        spark, "decimal_p_p_zero", "DECIMAL(4,4)", lits, True, True)

@@ -106,9 +106,10 @@ object PythonChannel {
   private val MaxIdle = 16
   /**
    * No answer is this big; a length beyond it means the stream is not what we think.
-   * Python checks its answers against the same bound (`MAX_ANSWER_BYTES` in channel.py).
+   * Python checks its answers against the same bound (`MAX_ANSWER_BYTES` in
+   * `sparkext/wire.py`; the handshake at registration compares the two).
    */
-  private val MaxAnswerBytes = 1 << 30
+  val MaxAnswerBytes: Int = 1 << 30
   /** Longer timeouts are this one (30 days), so that the deadline cannot overflow. */
   private val MaxTimeoutMs = 30L * 24 * 3600 * 1000
 

@@ -55,7 +55,7 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
       return skip(m.skippedNoPattern)
     }
 
-    val result = new BridgeCall(reg, position, m, conf, excluded).run(plan)
+    val result = new BridgeCall(reg, position, state, conf, excluded).run(plan)
     state.memoize(position, result, reg.version, memoKey)
     result
   }
@@ -109,9 +109,11 @@ private[sparkext] object Calls {
 private[sparkext] final class BridgeCall(
     reg: Registration,
     position: Position,
-    m: BridgeMetrics,
+    session: SessionBridge,
     conf: SQLConf,
     excluded: Set[String]) {
+
+  private val m = session.metrics
 
   private val strict = PythonRules.flag(conf, Conf.Strict, default = false)
 
@@ -121,15 +123,20 @@ private[sparkext] final class BridgeCall(
     case f: Failed => f.plan
   }
 
-  /** Counts, warns once, and gives back the input plan (or throws, in strict mode). */
+  /**
+   * Counts (every call), warns (once per query: a query with subqueries makes several
+   * calls, and one broken rule fails them all) and gives back the input plan, or throws
+   * in strict mode.
+   */
   private def fail(plan: LogicalPlan, counter: AtomicLong, message: String, detail: String = ""): Nothing = {
     counter.incrementAndGet()
+    val first = session.firstWarningOfQuery()
     val short = if (message.length > 2000) message.substring(0, 2000) + " ..." else message
     val warning = s"sparkext: $short. The query goes on with the plan unchanged " +
       s"(${Conf.Strict}=true turns this into an error)."
-    m.recordWarning(warning)
+    if (first) m.recordWarning(warning)
     if (strict) throw new SparkextException(s"sparkext: $message" + (if (detail.isEmpty) "" else s"\n$detail"))
-    PythonRules.log.warn(warning)
+    if (first) PythonRules.log.warn(warning)
     if (detail.nonEmpty) PythonRules.log.debug(detail)
     throw new Failed(plan)
   }
@@ -200,7 +207,7 @@ private[sparkext] final class BridgeCall(
 
     val t2 = System.nanoTime()
     val rebuilt = try {
-      new PlanRebuilder(reg.spec, enc, PlanRebuilder.types(doc.get("types"))).plan(doc.get("plan"))
+      new PlanRebuilder(reg.spec, enc.call, PlanRebuilder.types(doc.get("types"))).plan(doc.get("plan"))
     } catch {
       case NonFatal(e) => fail(plan, m.rejected, s"the plan returned by $by cannot be built: ${e.getMessage}")
     } finally {
@@ -235,7 +242,8 @@ private[sparkext] object BridgeCall {
 
   /**
    * Accepts a rewrite only when it is resolved, has exactly the input's output attributes
-   * (ids, names, types, order) and passes Catalyst's own `LogicalPlanIntegrity` checks.
+   * (ids, names, types, order), passes the analyzer's checks on its new nodes
+   * ([[PlanChecks]]) and Catalyst's own `LogicalPlanIntegrity` checks.
    */
   def validate(before: LogicalPlan, after: LogicalPlan): Option[String] = {
     if (!after.resolved) return Some("the plan is not resolved:\n" + after.treeString)
@@ -248,7 +256,8 @@ private[sparkext] object BridgeCall {
     }
     // validateOptimizedPlan leaves these two to Catalyst's planChangeValidation (off by
     // default): a rule's attribute that no child produces must not reach execution.
-    LogicalPlanIntegrity.validateOptimizedPlan(before, after, true)
+    PlanChecks.problem(before, after)
+      .orElse(LogicalPlanIntegrity.validateOptimizedPlan(before, after, true))
       .orElse(LogicalPlanIntegrity.validateNoDanglingReferences(after))
       .orElse(LogicalPlanIntegrity.validateAggregateExpressions(after))
   }

@@ -9,6 +9,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.QueryPlanningTracker
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreePattern
 
@@ -80,6 +81,19 @@ final class SessionBridge {
     memos(p).set(Memo(new WeakReference(plan), version, excluded))
 
   def forget(): Unit = memos.values.foreach(_.set(null))
+
+  // The queries that warned already, by their planning tracker: Catalyst optimizes a
+  // query's subqueries within the same tracker, one optimizer call each.
+  private val warned = new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]()
+
+  /**
+   * Whether the query being optimized on this thread has not warned yet (and now has). A
+   * call outside any query (no tracker: `Sparkext.applyRules`) always warns.
+   */
+  def firstWarningOfQuery(): Boolean = QueryPlanningTracker.get match {
+    case Some(tracker) => warned.synchronized(warned.put(tracker, java.lang.Boolean.TRUE) == null)
+    case None => true
+  }
 }
 
 /**
@@ -115,13 +129,15 @@ object Sparkext {
   /**
    * Registers the Python rules for a session, replacing any earlier registration.
    *
-   * `specJson` holds the rules (name, position, tree patterns) and the mirror (the Catalyst
+   * `specJson` holds the [[Handshake]] (refused, with one error, when the package and
+   * this jar differ), the rules (name, position, tree patterns) and the mirror (the Catalyst
    * classes Python mirrors, with the kinds of their constructor arguments). Returns a JSON
    * list of the mirror classes this Spark cannot build, each with the reason; those
    * classes travel as opaque nodes, and the registration's version (for [[unregister]]).
    */
   def register(session: SparkSession, bridge: RuleBridge, specJson: String): String = {
     val spec = mapper.readTree(specJson)
+    Handshake.check(spec.get("handshake"))
     val rules = parseRules(spec.get("rules"))
     val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
     val (channel, key) = parseChannel(spec.get("channel"))
@@ -147,6 +163,9 @@ object Sparkext {
       s.forget()
     }
   }
+
+  /** This jar's half of the handshake, as JSON. */
+  def handshake(): String = Handshake.json
 
   def isRegistered(session: SparkSession): Boolean = {
     val s = stateOrNull(session)

@@ -1,0 +1,58 @@
+package io.sparkext
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.catalyst.expressions.SortOrder
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+
+/** Best-effort names of leaf relations, for plan text and for rule authors. */
+private[sparkext] object Relations {
+  import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, RangePartitioning, SinglePartition}
+  import org.apache.spark.sql.execution.{LogicalRDD, SparkPlan}
+  import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
+  import org.apache.spark.sql.execution.columnar.InMemoryRelation
+  import org.apache.spark.sql.execution.datasources.LogicalRelation
+  import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, DataSourceV2ScanRelation}
+  import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
+
+  /**
+   * Whether the leaf's `outputOrdering` holds across partitions, not only within each:
+   * Catalyst's logical ordering does not say. Provable for a Range, and for a cached or
+   * checkpointed plan whose partitioning is a single partition or a range partitioning
+   * that agrees with the ordering.
+   */
+  def orderingIsGlobal(p: LogicalPlan, ordering: Seq[SortOrder]): Boolean = try {
+    p match {
+      case _: org.apache.spark.sql.catalyst.plans.logical.Range => true
+      case r: InMemoryRelation => provable(physical(r.cacheBuilder.cachedPlan).outputPartitioning, ordering)
+      case r: LogicalRDD => provable(r.outputPartitioning, ordering)
+      case _ => false
+    }
+  } catch { case NonFatal(_) => false }
+
+  /** An adaptive plan says nothing of its partitioning; the plan it settled on does. */
+  private def physical(plan: SparkPlan): SparkPlan = plan match {
+    case a: AdaptiveSparkPlanExec => a.executedPlan
+    case other => other
+  }
+
+  private def provable(partitioning: Partitioning, ordering: Seq[SortOrder]): Boolean =
+    partitioning match {
+      case SinglePartition => true
+      case RangePartitioning(keys, _) =>
+        keys.nonEmpty && keys.zip(ordering).forall { case (k, o) => k.semanticEquals(o) }
+      case other => other.numPartitions == 1
+    }
+
+  def name(p: LogicalPlan): String = try {
+    p match {
+      case r: LogicalRelation => r.catalogTable.map(_.identifier.unquotedString)
+        .getOrElse(r.relation.toString)
+      case r: DataSourceV2Relation => r.name
+      case r: DataSourceV2ScanRelation => r.relation.name
+      case r: InMemoryRelation => r.cacheBuilder.tableName.orNull
+      case r: HiveTableRelation => r.tableMeta.identifier.unquotedString
+      case _ => null
+    }
+  } catch { case NonFatal(_) => null }
+}

@@ -1,0 +1,51 @@
+"""The package and the jar compare what they must agree on once, at ``enable``.
+
+A package and a jar from different builds used to register fine and then warn on every
+query; now ``enable`` raises one :class:`SparkextError` naming both sides' values, and
+the registration in force stays as it was.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sparkext
+from sparkext import wire
+from sparkext.kinds import wire_codes
+from sparkext.session import SparkextError
+from tests.conftest import registry
+
+
+def test_the_jar_knows_exactly_the_packages_argument_kinds_version_and_limit(spark):
+    jar = json.loads(registry(spark).handshake())
+    assert jar["kinds"] == sorted(wire_codes())
+    assert jar == wire.handshake()
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("VERSION", wire.VERSION + 1, f"version: the package has {wire.VERSION + 1}, the jar {wire.VERSION}"),
+    ("MAX_ANSWER_BYTES", 2**20, f"max_answer_bytes: the package has {2**20}, the jar {wire.MAX_ANSWER_BYTES}"),
+])
+def test_a_different_constant_is_refused_at_enable(spark, monkeypatch, field, value, words):
+    monkeypatch.setattr(wire, field, value)
+    with pytest.raises(SparkextError, match=words):
+        sparkext.enable(spark)
+    monkeypatch.undo()
+    assert registry(spark).isRegistered(spark._jsparkSession)
+    sparkext.enable(spark)
+
+
+def test_a_different_kind_list_is_refused_at_enable(spark, monkeypatch):
+    monkeypatch.setattr(wire, "wire_codes", lambda: wire_codes() + ["ee"])
+    with pytest.raises(SparkextError, match=r"kinds: the package has \[.*\"ee\".*\], the jar \["):
+        sparkext.enable(spark)
+    monkeypatch.undo()
+    sparkext.enable(spark)
+
+
+def test_a_registration_without_a_handshake_is_refused(spark):
+    """A package older than the handshake names nothing: the jar says so."""
+    with pytest.raises(Exception, match="version: the package has nothing"):
+        registry(spark).register(spark._jsparkSession, None, json.dumps({"rules": []}))
