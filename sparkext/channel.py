@@ -20,8 +20,10 @@ on the secret in both directions (:func:`proof`), the server proving itself firs
 JVM sends no plan to a process that merely holds the address, and neither side ever sends
 the secret. The whole handshake must end within :attr:`Channel.handshake_seconds`, at most
 :attr:`Channel.max_unauthenticated` connections may be in it at once (more are closed at
-accept), and failures are logged at most once per :attr:`Channel.log_seconds`, with a count.
-Then, any number of times:
+accept), and failures are logged at most once per ``log_seconds``, with a count. Before
+authentication only the handshake's fixed-size frames are read; requests are read in
+chunks, so an announced length costs memory only as its bytes arrive. Then, any number of
+times:
 
   request  ``key`` (int64, big-endian), ``n`` (int32), ``n`` bytes of UTF-8 request
   answer   ``n`` (int32), ``n`` bytes of UTF-8 answer
@@ -135,8 +137,8 @@ class Channel:
         self._server, self.location = _listen(transport)
         self._inode = _inode(self.location)
         # The socket file and its directory go when the server is closed or the process
-        # exits, whichever comes first.
-        self._cleanup = weakref.finalize(self, _remove, self.location)
+        # exits, whichever comes first (not when a forked child exits: the file is ours).
+        self._cleanup = weakref.finalize(self, _remove, self.location, os.getpid())
         self._thread = threading.Thread(target=self._accept, name="sparkext-channel",
                                         daemon=True)
         start_thread(self._thread)
@@ -299,8 +301,8 @@ def _inode(address: str) -> int | None:
         return -1
 
 
-def _remove(address: str) -> None:
-    if address.startswith("unix:"):
+def _remove(address: str, pid: int) -> None:
+    if address.startswith("unix:") and os.getpid() == pid:
         shutil.rmtree(os.path.dirname(address[len("unix:"):]), ignore_errors=True)
 
 

@@ -96,6 +96,8 @@ def test_connections_beyond_the_cap_are_refused_and_authenticated_ones_go_on():
     key = c.add(tagged := Tagged("still here"))
     try:
         with connect(c) as authenticated:
+            # Answered: the server is done with this one's handshake, its slot is free.
+            assert call(authenticated, key, "{}")["tag"] == "still here"
             held = [raw_connect(c.location) for _ in range(2)]
             with raw_connect(c.location) as extra:
                 extra.settimeout(3)  # refused at once, not at the held ones' 60 s deadline
