@@ -7,6 +7,7 @@ queries."""
 from __future__ import annotations
 
 import logging
+import socket
 import struct
 import threading
 
@@ -237,3 +238,12 @@ def test_a_flood_of_unauthenticated_connections_leaves_pooled_jvm_calls_working(
         for s in held:
             s.close()
     assert rows == expected and m["accepted"] >= 1 and m["python_errors"] == 0
+
+
+def test_a_server_that_never_answers_the_hello_does_not_hold_a_call_without_timeout(spark):
+    # timeoutMs=0 means no limit for the call; the handshake still has its own (5 s).
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        address = f"tcp:127.0.0.1:{silent.getsockname()[1]}"
+        jvm = spark._jvm.io.sparkext.PythonChannel.apply(address, "00" * 32)
+        with pytest.raises(Py4JJavaError, match="no handshake with"):
+            jvm.call(1, bytearray(b"{}"), 0)

@@ -80,29 +80,30 @@ final class PythonChannel private (address: SocketAddress, secret: Array[Byte]) 
     // Bounded even when the call is not (timeoutMs <= 0): the server is on this machine.
     val handshakeDeadline = deadlineAfter(HandshakeTimeoutMs)
     val deadline = if (callDeadline != 0 && callDeadline - handshakeDeadline < 0) callDeadline else handshakeDeadline
-    val c = Connection.open(address, deadline)
-    try {
-      val clientNonce = new Array[Byte](NonceBytes)
-      random.nextBytes(clientNonce)
-      c.send(Magic ++ clientNonce, deadline)
-      val reply = c.readExactly(NonceBytes + ProofBytes, deadline)
-      val serverNonce = Arrays.copyOf(reply, NonceBytes)
-      val serverProof = Arrays.copyOfRange(reply, NonceBytes, reply.length)
-      if (!MessageDigest.isEqual(serverProof, proof(ServerLabel, clientNonce, serverNonce))) {
-        throw new IOException(s"the process listening at $address does not know the channel's " +
-          "secret; nothing was sent to it")
-      }
-      c.send(proof(ClientLabel, clientNonce, serverNonce), deadline)
-      c
-    } catch {
-      case t: Throwable =>
-        c.close()
-        t match {
-          case _: Timeout if !timedOut(callDeadline) =>
-            throw new IOException(s"no handshake with $address within ${HandshakeTimeoutMs} ms")
-          case _ => throw t
-        }
+    try authenticate(Connection.open(address, deadline), deadline) catch {
+      case _: Timeout if !timedOut(callDeadline) =>
+        throw new IOException(s"no handshake with $address within $HandshakeTimeoutMs ms")
     }
+  }
+
+  /** `c`, once the server has proved it knows the secret and we have; else closed. */
+  private def authenticate(c: Connection, deadline: Long): Connection = try {
+    val clientNonce = new Array[Byte](NonceBytes)
+    random.nextBytes(clientNonce)
+    c.send(Magic ++ clientNonce, deadline)
+    val reply = c.readExactly(NonceBytes + ProofBytes, deadline)
+    val serverNonce = Arrays.copyOf(reply, NonceBytes)
+    val serverProof = Arrays.copyOfRange(reply, NonceBytes, reply.length)
+    if (!MessageDigest.isEqual(serverProof, proof(ServerLabel, clientNonce, serverNonce))) {
+      throw new IOException(s"the process listening at $address does not know the channel's " +
+        "secret; nothing was sent to it")
+    }
+    c.send(proof(ClientLabel, clientNonce, serverNonce), deadline)
+    c
+  } catch {
+    case t: Throwable =>
+      c.close()
+      throw t
   }
 
   /** HMAC-SHA256(secret, label || client nonce || server nonce), as `proof` in channel.py. */
@@ -180,17 +181,21 @@ object PythonChannel {
     def open(address: SocketAddress, deadline: Long): Connection = {
       val unix = address.isInstanceOf[UnixDomainSocketAddress]
       val ch = if (unix) SocketChannel.open(StandardProtocolFamily.UNIX) else SocketChannel.open()
+      val c = try new Connection(ch) catch {
+        case t: Throwable =>
+          ch.close()
+          throw t
+      }
       try {
         if (!unix) ch.setOption[java.lang.Boolean](StandardSocketOptions.TCP_NODELAY, true)
-        val c = new Connection(ch)
         if (!ch.connect(address)) {
           while (!ch.finishConnect()) c.await(SelectionKey.OP_CONNECT, deadline)
         }
         c
       } catch {
-        case NonFatal(e) =>
-          ch.close()
-          throw e
+        case t: Throwable =>
+          c.close()  // the selector too: it holds file descriptors of its own
+          throw t
       }
     }
   }
