@@ -291,7 +291,8 @@ def test_python_that_cannot_be_reached_leaves_the_plan_unchanged(spark, tables):
         s.bind(("127.0.0.1", 0))
         dead_port = s.getsockname()[1]
     expected = expected_rows(spark, filtered_projection)
-    spec = {"handshake": sparkext.wire.handshake(), "channel": {"port": dead_port, "token": "x", "key": 1},
+    spec = {"handshake": sparkext.wire.handshake(),
+            "channel": {"address": f"tcp:127.0.0.1:{dead_port}", "secret": "00" * 32, "key": 1},
             "rules": [{"name": "unreachable", "position": "once", "patterns": []}],
             "mirror": mirror_spec()}
     registry = spark._jvm.io.sparkext.Sparkext

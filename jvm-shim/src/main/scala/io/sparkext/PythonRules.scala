@@ -121,6 +121,10 @@ private[sparkext] final class BridgeCall(
 
   def run(plan: LogicalPlan): LogicalPlan = try attempt(plan) catch {
     case f: Failed => f.plan
+    // A huge answer can exhaust the heap while it is parsed or rebuilt: not the query's fault.
+    case e: OutOfMemoryError =>
+      try fail(plan, m.pythonErrors, s"Python's answer did not fit in the JVM's heap ($e)")
+      catch { case f: Failed => f.plan }
   }
 
   /**

@@ -206,7 +206,7 @@ object Sparkext {
         s"the registration names no channel '$name': the sparkext Python package and jar differ")
       case v => v
     }
-    (PythonChannel(field("port").asInt(), field("token").asText()), field("key").asLong())
+    (PythonChannel(field("address").asText(), field("secret").asText()), field("key").asLong())
   }
 
   private def parseRules(node: JsonNode): Seq[RuleInfo] = {
