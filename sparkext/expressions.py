@@ -12,10 +12,12 @@ Attributes compare by structure; to ask "is this the same column", compare ``exp
 
 from __future__ import annotations
 
+import decimal
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from sparkext import timezones
 from sparkext import types as T
 from sparkext._tree import TreeNode, arg, mirror
 from sparkext.kinds import Item
@@ -61,6 +63,27 @@ class Value:
 
     def __repr__(self) -> str:
         return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class OrderingFact:
+    """What an expression does to the order of its rows' values: rows in the order of
+    ``argument`` are in the order of the expression too (DataFusion's
+    ``ExprProperties.sort_properties``, from ``PhysicalExpr::get_properties``).
+
+    ``increasing``: in ``argument``'s direction (False: in the reverse one). ``strict``: also
+    injective, so rows that tie on the expression tie on ``argument`` and the keys after
+    it still hold (``a + 1``), not merely order-preserving (``date_trunc('hour', ts)`` maps
+    a whole hour to one value). ``nulls_stay``: a NULL argument, and only a NULL
+    argument, gives NULL, so NULL rows stay at the end of the order they were at, whatever
+    the direction (Spark's ASC is NULLS FIRST and DESC NULLS LAST, so ``-x`` over ``x``
+    ASC is DESC NULLS FIRST).
+    """
+
+    argument: Expression
+    increasing: bool
+    strict: bool
+    nulls_stay: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +142,15 @@ class Expression(TreeNode):
         ch = self.children
         return bool(ch) and all(c.foldable for c in ch)
 
+    def ordering_fact(self) -> OrderingFact | None:
+        """What this expression does to the order of one of its arguments, under the
+        current call's conditions (ANSI mode on the expression, the session time zone
+        through :mod:`sparkext.timezones`); None: nothing (not monotonic, or not known to
+        be). A class with ordering semantics overrides this, and only this, to say so; the
+        ordering analysis (:mod:`sparkext.ordering`) reads nothing else. Not cached: the
+        time zone's facts belong to the call."""
+        return None
+
     @property
     def references(self) -> frozenset:
         """The expression ids of the attributes this expression reads."""
@@ -161,6 +193,26 @@ def _semantic(v):
     if isinstance(v, tuple):
         return tuple(_semantic(x) for x in v)
     return v
+
+
+def type_or_none(e: Expression) -> DataType | None:
+    """``e``'s type, or None when it is not known in Python (a new expression)."""
+    try:
+        return e.data_type
+    except TypeError:
+        return None
+
+
+def _ordered_type(e: Expression) -> bool:
+    """Whether ``e``'s values are integral, decimal, date or timestamp: the types whose
+    order arithmetic keeps (floating point NaN and -0.0 order in ways it does not)."""
+    t = type_or_none(e)
+    return t is not None and (t.is_integral or t.is_decimal or t.is_datetime)
+
+
+def _literal_value(e: Expression):
+    """The value of a non-NULL literal, else None."""
+    return e.value if isinstance(e, Literal) and e.value is not None else None
 
 
 
@@ -562,20 +614,53 @@ class BinaryArithmetic(BinaryOperator):
             return lt
         return super()._derive_type()
 
+    def _operand_and_constant(self, accept=lambda c: True):
+        """``(x, c, c_is_left)`` when one operand is a non-NULL literal ``c`` that
+        ``accept`` takes and the other an ordered value ``x`` (the right operand is tried
+        as the constant first), and only under ANSI: with it off, overflow wraps around
+        and nothing is monotonic."""
+        if self.eval_context is None or "ANSI" not in self.eval_context.text:
+            return None
+        for x, c, c_is_left in ((self.left, self.right, False),
+                                (self.right, self.left, True)):
+            value = _literal_value(c)
+            if value is not None and accept(value) and _ordered_type(x):
+                return x, value, c_is_left
+        return None
+
 
 @mirror(_C + "Add", pattern="BINARY_ARITHMETIC")
 class Add(BinaryArithmetic):
     symbol = "+"
+
+    def ordering_fact(self) -> OrderingFact | None:
+        # x + c and c + x: increasing, strictly (ANSI: no wrap-around).
+        found = self._operand_and_constant()
+        return found and OrderingFact(found[0], increasing=True, strict=True)
 
 
 @mirror(_C + "Subtract", pattern="BINARY_ARITHMETIC")
 class Subtract(BinaryArithmetic):
     symbol = "-"
 
+    def ordering_fact(self) -> OrderingFact | None:
+        # x - c increases with x, c - x decreases; strictly both (ANSI: no wrap-around).
+        found = self._operand_and_constant()
+        return found and OrderingFact(found[0], increasing=not found[2], strict=True)
+
 
 @mirror(_C + "Multiply", pattern="BINARY_ARITHMETIC")
 class Multiply(BinaryArithmetic):
     symbol = "*"
+
+    def ordering_fact(self) -> OrderingFact | None:
+        # x * c and c * x, c != 0: strictly, increasing when c > 0 (ANSI: no wrap-around).
+        found = self._operand_and_constant(_nonzero_number)
+        return found and OrderingFact(found[0], increasing=found[1] > 0, strict=True)
+
+
+def _nonzero_number(v) -> bool:
+    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) and v != 0
 
 
 @mirror(_C + "Divide", pattern="BINARY_ARITHMETIC")
@@ -602,6 +687,26 @@ class Pmod(BinaryArithmetic):
 class UnaryMinus(UnaryWithFailOnError, SameTypeAsChild):
     null_intolerant_class = True
 
+    def ordering_fact(self) -> OrderingFact | None:
+        # Decreasing, strictly; only when it fails on overflow (-MIN_VALUE wraps otherwise).
+        if self.fail_on_error and _ordered_type(self.child):
+            return OrderingFact(self.child, increasing=False, strict=True)
+        return None
+
+
+class _RoundsDecimal(UnaryWithFailOnError):
+    """floor and ceil: increasing in a decimal, not strictly (each maps a range to one
+    integer); not claimed for floating point (NaN)."""
+
+    __slots__ = ()
+    null_intolerant_class = True
+
+    def ordering_fact(self) -> OrderingFact | None:
+        t = type_or_none(self.child)
+        if t is not None and t.is_decimal:
+            return OrderingFact(self.child, increasing=True, strict=False)
+        return None
+
 
 @mirror(_C + "Abs")
 class Abs(UnaryWithFailOnError, SameTypeAsChild):
@@ -609,13 +714,13 @@ class Abs(UnaryWithFailOnError, SameTypeAsChild):
 
 
 @mirror(_C + "Floor")
-class Floor(UnaryWithFailOnError):
-    null_intolerant_class = True
+class Floor(_RoundsDecimal):
+    pass
 
 
 @mirror(_C + "Ceil")
-class Ceil(UnaryWithFailOnError):
-    null_intolerant_class = True
+class Ceil(_RoundsDecimal):
+    pass
 
 
 @mirror(_C + "Round")
@@ -645,6 +750,40 @@ class Cast(Expression):
 
     def sql(self) -> str:
         return f"cast({self.child.sql()} as {self.to!r})"
+
+    def ordering_fact(self) -> OrderingFact | None:
+        """Increasing in ``child`` for the casts below, strictly where the target holds
+        every source value exactly (a widening cast), else only order-preserving."""
+        src, dst, x = type_or_none(self.child), self.to, self.child
+        if src is None:
+            return None
+        s, d = src.name, dst.name
+        if s in _WIDTH and d in _WIDTH and _WIDTH[d] >= _WIDTH[s]:
+            return OrderingFact(x, increasing=True, strict=True)
+        if s in _DIGITS and dst.is_decimal:
+            p, sc = dst.precision_scale
+            if p - sc >= _DIGITS[s]:
+                return OrderingFact(x, increasing=True, strict=True)
+        if src.is_decimal and dst.is_decimal:
+            (p1, s1), (p2, s2) = src.precision_scale, dst.precision_scale
+            if s2 >= s1 and p2 - s2 >= p1 - s1:
+                return OrderingFact(x, increasing=True, strict=True)
+        if s == "date" and d == "timestamp_ntz":
+            return OrderingFact(x, increasing=True, strict=True)
+        if s == "date" and d == "timestamp":
+            # Not strictly: where a zone skipped a whole day (Pacific/Apia, 2011-12-30), two
+            # dates start at the same instant.
+            return OrderingFact(x, increasing=True, strict=False)
+        if d == "date" and (s == "timestamp_ntz" or (
+                s == "timestamp" and timezones.keeps_order(self.time_zone_id, "date"))):
+            # to_date: the local date, which goes back where the zone sets its clock back.
+            return OrderingFact(x, increasing=True, strict=False)
+        return None
+
+
+#: Integral types by width, and the decimal digits each needs.
+_WIDTH = {"byte": 1, "short": 2, "integer": 3, "long": 4}
+_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 19}
 
 
 @mirror(_C + "If", pattern="IF")
@@ -736,6 +875,13 @@ class Year(UnaryExpression):
     null_intolerant_class = True
     _fixed_type = T.INT
 
+    def ordering_fact(self) -> OrderingFact | None:
+        # Of a date: increasing, not strictly (a year of days is one value).
+        t = type_or_none(self.child)
+        if t is not None and t.name == "date":
+            return OrderingFact(self.child, increasing=True, strict=False)
+        return None
+
 
 @mirror(_C + "Month")
 class Month(UnaryExpression):
@@ -756,20 +902,30 @@ class Hour(UnaryExpression):
     _fixed_type = T.INT
 
 
-@mirror(_C + "DateAdd")
-class DateAdd(Expression):
+@dataclass(frozen=True, slots=True, repr=False)
+class _DateShift(Expression):
+    """date_add and date_sub: a date moved by a number of days."""
+
     null_intolerant_class = True
     start_date: Expression = arg("e")
     days: Expression = arg("e")
     _fixed_type = T.DATE
+
+    def ordering_fact(self) -> OrderingFact | None:
+        # A constant number of days: increasing, strictly (overflow raises).
+        if _literal_value(self.days) is not None:
+            return OrderingFact(self.start_date, increasing=True, strict=True)
+        return None
+
+
+@mirror(_C + "DateAdd")
+class DateAdd(_DateShift):
+    pass
 
 
 @mirror(_C + "DateSub")
-class DateSub(Expression):
-    null_intolerant_class = True
-    start_date: Expression = arg("e")
-    days: Expression = arg("e")
-    _fixed_type = T.DATE
+class DateSub(_DateShift):
+    pass
 
 
 @mirror(_C + "TruncDate")
@@ -780,6 +936,12 @@ class TruncDate(Expression):
     format: Expression = arg("e")
     _fixed_type = T.DATE
 
+    def ordering_fact(self) -> OrderingFact | None:
+        # A constant unit: increasing, not strictly (a unit of days is one value).
+        if isinstance(self.format, Literal):
+            return OrderingFact(self.date, increasing=True, strict=False)
+        return None
+
 
 @mirror(_C + "TruncTimestamp")
 class TruncTimestamp(Expression):
@@ -789,6 +951,30 @@ class TruncTimestamp(Expression):
     timestamp: Expression = arg("e")
     time_zone_id: str | None = arg("s?", default=None)
     _fixed_type = T.TIMESTAMP
+
+    def ordering_fact(self) -> OrderingFact | None:
+        """A constant unit: increasing, not strictly (a unit of instants is one value),
+        where the session's time zone never sets the local clock back across the unit
+        (:mod:`sparkext.timezones`; below a minute the zone plays no part)."""
+        f = self.format
+        if not isinstance(f, Literal) or not isinstance(f.value, str):
+            return None
+        unit = f.value.upper()
+        if unit not in _TRUNC_UNITS:
+            return None
+        zone_unit = _TRUNC_UNITS[unit]
+        if zone_unit is None or timezones.keeps_order(self.time_zone_id, zone_unit):
+            return OrderingFact(self.timestamp, increasing=True, strict=False)
+        return None
+
+
+#: date_trunc's units -> the truncation the time zone must not reverse (None: plain
+#: arithmetic on the instant, no zone involved; see sparkext.timezones).
+_TRUNC_UNITS = {
+    "MICROSECOND": None, "MILLISECOND": None, "SECOND": None,
+    "MINUTE": "MINUTES", "HOUR": "HOURS", "DAY": "DAYS", "DD": "DAYS",
+    **dict.fromkeys(("WEEK", "MON", "MONTH", "MM", "QUARTER", "YEAR", "YYYY", "YY"), "date"),
+}
 
 
 # ---------------------------------------------------------------------------------------------

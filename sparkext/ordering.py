@@ -32,16 +32,23 @@ Derivation per node:
 | Window, Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit: ``keeps_child_equivalences`` on the class) | none | passed on |
 | Union, Expand, Opaque | none | none |
 
-Monotonic functions (only over integral, decimal, date and timestamp values: floating
-point NaN and -0.0 order in ways these functions do not preserve; and only where ANSI
-mode rules out overflow):
+Monotonic functions. What an expression does to orderings is declared on its class, by
+:meth:`Expression.ordering_fact <sparkext.expressions.Expression.ordering_fact>`
+(``sparkext/expressions.py``): an :class:`~sparkext.expressions.OrderingFact` naming the
+ordered argument, the direction, whether it is strict (injective) or only
+order-preserving, and whether NULLs stay where they were; the method checks the
+conditions (types, ANSI mode, the time zone) and answers None where they fail. This module
+reads nothing else. The classes that declare one today (pinned by
+``tests/test_ordering_facts.py``), only over integral, decimal, date and timestamp values
+(floating point NaN and -0.0 order in ways these functions do not preserve), and only
+where ANSI mode rules out overflow:
 
-| expression | monotonic in ``x`` |
+| expression (class) | monotonic in ``x`` |
 | --- | --- |
-| ``x + c``, ``x - c``, ``c + x``, ``x * c`` (c > 0), ``date_add(x, c)``, ``date_sub(x, c)`` | increasing, strictly |
-| ``c - x``, ``-x``, ``x * c`` (c < 0) | decreasing, strictly |
-| ``cast(x as wider)`` (integral to wider integral or decimal, decimal to wider decimal, date to timestamp_ntz) | increasing, strictly |
-| ``date_trunc(f, x)``, ``trunc(x, f)``, ``to_date(x)`` (cast timestamp to date), ``cast(date as timestamp)``, ``year(x)``, ``floor(x)``, ``ceil(x)`` (decimal) | increasing, not strictly |
+| ``x + c``, ``x - c``, ``c + x``, ``x * c`` (c > 0), ``date_add(x, c)``, ``date_sub(x, c)`` (``Add``, ``Subtract``, ``Multiply``, ``DateAdd``, ``DateSub``) | increasing, strictly |
+| ``c - x``, ``-x``, ``x * c`` (c < 0) (``Subtract``, ``UnaryMinus``, ``Multiply``) | decreasing, strictly |
+| ``cast(x as wider)`` (integral to wider integral or decimal, decimal to wider decimal, date to timestamp_ntz) (``Cast``) | increasing, strictly |
+| ``date_trunc(f, x)``, ``trunc(x, f)``, ``to_date(x)`` (cast timestamp to date), ``cast(date as timestamp)``, ``year(x)``, ``floor(x)``, ``ceil(x)`` (decimal) (``TruncTimestamp``, ``TruncDate``, ``Cast``, ``Year``, ``Floor``, ``Ceil``) | increasing, not strictly |
 
 ``to_date`` and ``date_trunc`` work on local date-time, which goes back where the
 session's time zone sets its clock back: they count as monotonic only where the JVM's
@@ -56,34 +63,21 @@ where they were) unless the column is known not to be NULL.
 
 from __future__ import annotations
 
-import decimal
 from dataclasses import dataclass, field
 
 from sparkext import catalyst_names as names
-from sparkext import timezones
 from sparkext.expressions import (
-    Add,
     Alias,
     AttributeReference,
-    Cast,
-    Ceil,
-    DateAdd,
-    DateSub,
     EqualNullSafe,
     EqualTo,
     Expression,
-    Floor,
     IsNotNull,
     IsNull,
     Literal,
-    Multiply,
     OpaqueExpression,
     SortOrder,
-    Subtract,
-    TruncDate,
-    TruncTimestamp,
-    UnaryMinus,
-    Year,
+    type_or_none,
 )
 from sparkext.plan import (
     Aggregate,
@@ -107,19 +101,6 @@ def _exact_type(t) -> bool:
     n = t.name
     return n in _INTEGRAL or n.startswith("decimal") or n in (
         "date", "timestamp", "timestamp_ntz", "boolean", "string", "binary")
-
-
-def _monotonic_type(t) -> bool:
-    n = t.name
-    return n in _INTEGRAL or n.startswith("decimal") or n in ("date", "timestamp",
-                                                               "timestamp_ntz")
-
-
-def _type_of(e: Expression):
-    try:
-        return e.data_type
-    except TypeError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -257,13 +238,12 @@ class EquivalenceProperties:
                 lead = next((k for k in o.keys if self.constant(k.expr) is None), None)
                 if lead is not None and self.same_group(lead.expr, member):
                     return lead.descending, lead.nulls_first
-            mono = monotonic(member)
-            if mono is not None:
-                arg, increasing, _strict = mono
-                inner = self._sort_properties(arg, require_global, depth + 1)
+            fact = member.ordering_fact()
+            if fact is not None and fact.nulls_stay:
+                inner = self._sort_properties(fact.argument, require_global, depth + 1)
                 if inner is not None:
                     desc, nulls_first = inner
-                    return (desc if increasing else not desc), nulls_first
+                    return (desc if fact.increasing else not desc), nulls_first
         return None
 
     def normalize(self, keys) -> list[SortKey]:
@@ -310,7 +290,8 @@ class EquivalenceProperties:
             keys = []
             for k in self.normalize(o.keys):
                 keys.append(k)
-                if monotonic(k.expr) is not None and not monotonic(k.expr)[2]:
+                fact = k.expr.ordering_fact()
+                if fact is not None and not fact.strict:
                     break
             if keys:
                 norm.append(Ordering(tuple(keys), o.is_global))
@@ -325,106 +306,6 @@ class EquivalenceProperties:
                        for j, p in enumerate(norm) if j != i):
                 kept.append(o)
         return kept
-
-
-def monotonic(e: Expression):
-    """(argument, increasing, strict) when ``e`` is a monotonic function of one argument
-    (see the table in the module docstring), else None."""
-    def ok(x):
-        t = _type_of(x)
-        return t is not None and _monotonic_type(t)
-
-    def ansi(x):
-        return x.eval_context is not None and "ANSI" in x.eval_context.text
-
-    def lit_value(x):
-        return x.value if isinstance(x, Literal) and x.value is not None else None
-
-    match e:
-        case Add(left=a, right=c) if lit_value(c) is not None and ok(a) and ansi(e):
-            return a, True, True
-        case Add(left=c, right=a) if lit_value(c) is not None and ok(a) and ansi(e):
-            return a, True, True
-        case Subtract(left=a, right=c) if lit_value(c) is not None and ok(a) and ansi(e):
-            return a, True, True
-        case Subtract(left=c, right=a) if lit_value(c) is not None and ok(a) and ansi(e):
-            return a, False, True
-        case Multiply(left=a, right=c) if _nonzero_number(lit_value(c)) and ok(a) and ansi(e):
-            return a, lit_value(c) > 0, True
-        case Multiply(left=c, right=a) if _nonzero_number(lit_value(c)) and ok(a) and ansi(e):
-            return a, lit_value(c) > 0, True
-        case UnaryMinus(child=a, fail_on_error=True) if ok(a):
-            return a, False, True
-        case DateAdd(start_date=a, days=c) if lit_value(c) is not None:
-            return a, True, True
-        case DateSub(start_date=a, days=c) if lit_value(c) is not None:
-            return a, True, True
-        case Cast(child=a, to=to, time_zone_id=zone) if _type_of(a) is not None:
-            return _cast_monotonic(a, _type_of(a), to, zone)
-        case TruncTimestamp(format=f, timestamp=a, time_zone_id=zone) if _truncation_keeps_order(
-                f, zone):
-            return a, True, False
-        case TruncDate(date=a, format=f) if isinstance(f, Literal):
-            return a, True, False
-        case Year(child=a) if _type_of(a) is not None and _type_of(a).name == "date":
-            return a, True, False
-        case Floor(child=a) | Ceil(child=a) if _type_of(a) is not None and \
-                _type_of(a).is_decimal:
-            return a, True, False
-        case _:
-            return None
-
-
-def _nonzero_number(v) -> bool:
-    # (A guard that fails does not try the other alternative of an or-pattern: the two
-    # operand orders of Multiply are two cases for that reason.)
-    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) and v != 0
-
-
-_WIDTH = {"byte": 1, "short": 2, "integer": 3, "long": 4}
-_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 19}
-
-
-#: date_trunc's units -> the truncation the time zone must not reverse (None: plain
-#: arithmetic on the instant, no zone involved; see sparkext.timezones).
-_TRUNC_UNITS = {
-    "MICROSECOND": None, "MILLISECOND": None, "SECOND": None,
-    "MINUTE": "MINUTES", "HOUR": "HOURS", "DAY": "DAYS", "DD": "DAYS",
-    **dict.fromkeys(("WEEK", "MON", "MONTH", "MM", "QUARTER", "YEAR", "YYYY", "YY"), "date"),
-}
-
-
-def _truncation_keeps_order(fmt: Expression, zone: str | None) -> bool:
-    if not isinstance(fmt, Literal) or not isinstance(fmt.value, str):
-        return False
-    unit = fmt.value.upper()
-    if unit not in _TRUNC_UNITS:
-        return False
-    return _TRUNC_UNITS[unit] is None or timezones.keeps_order(zone, _TRUNC_UNITS[unit])
-
-
-def _cast_monotonic(a: Expression, src, dst, zone: str | None):
-    s, d = src.name, dst.name
-    if s in _INTEGRAL and d in _INTEGRAL and _WIDTH[d] >= _WIDTH[s]:
-        return a, True, True
-    if s in _INTEGRAL and dst.is_decimal:
-        p, sc = dst.precision_scale
-        if p - sc >= _DIGITS[s]:
-            return a, True, True
-    if src.is_decimal and dst.is_decimal:
-        (p1, s1), (p2, s2) = src.precision_scale, dst.precision_scale
-        if s2 >= s1 and p2 - s2 >= p1 - s1:
-            return a, True, True
-    if s == "date" and d == "timestamp_ntz":
-        return a, True, True
-    if s == "date" and d == "timestamp":
-        # Not strictly: where a zone skipped a whole day (Pacific/Apia, 2011-12-30), two
-        # dates start at the same instant.
-        return a, True, False
-    if d == "date" and (s == "timestamp_ntz"
-                        or (s == "timestamp" and timezones.keeps_order(zone, "date"))):
-        return a, True, False
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,7 +400,7 @@ def _learn(p: EquivalenceProperties, c: Expression) -> None:
 def exactly_comparable(x: Expression) -> bool:
     """Whether values of ``x`` that compare equal are identical (no NaN/-0.0, no
     collation): then a function of ``x`` has one value among rows that tie on ``x``."""
-    t = _type_of(x)
+    t = type_or_none(x)
     return t is not None and _exact_type(t)
 
 

@@ -1,0 +1,225 @@
+"""What each expression class declares it does to orderings (``Expression.ordering_fact``
+in sparkext.expressions), and that the ordering analysis reads nothing else.
+
+The table below is exhaustive: a class that starts (or stops) declaring a fact fails
+``test_the_classes_with_a_fact_are_the_ones_in_the_table`` until its cases are written
+here, direction and strictness both (issue 17 relies on strictness to satisfy the keys
+after ``f(a)``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkext import expressions as E
+from sparkext import types as T
+from sparkext._tree import MIRRORED
+from sparkext.context import CallContext, scoped
+from sparkext.expressions import (
+    Add,
+    AttributeReference,
+    Cast,
+    Ceil,
+    DateAdd,
+    DateSub,
+    Floor,
+    Multiply,
+    OrderingFact,
+    Subtract,
+    TruncDate,
+    TruncTimestamp,
+    UnaryExpression,
+    UnaryMinus,
+    Value,
+    Year,
+    asc,
+    desc,
+    lit,
+)
+from sparkext.ordering import EquivalenceProperties, Ordering, SortKey
+
+ANSI = Value("NumericEvalContext(ANSI,true)")
+LEGACY = Value("NumericEvalContext(LEGACY,true)")
+
+
+def col(name, i, t):
+    return AttributeReference(name, t, True, None, i)
+
+
+i, lng, f = col("i", 1, T.INT), col("lng", 2, T.LONG), col("f", 3, T.DOUBLE)
+dec = col("dec", 4, T.decimal(10, 2))
+d, ts, ntz = col("d", 5, T.DATE), col("ts", 6, T.TIMESTAMP), col("ntz", 7, T.TIMESTAMP_NTZ)
+days = col("days", 8, T.INT)
+
+INC_STRICT, DEC_STRICT, INC = (True, True), (False, True), (True, False)
+
+# class name -> [(title, expression, (argument, (increasing, strict)) or None)]
+CASES = {
+    "Add": [
+        ("x + c under ANSI", Add(i, lit(1), ANSI, _type=T.INT), (i, INC_STRICT)),
+        ("c + x under ANSI", Add(lit(1), i, ANSI, _type=T.INT), (i, INC_STRICT)),
+        ("x + c wraps around without ANSI", Add(i, lit(1), LEGACY, _type=T.INT), None),
+        ("x + c in floating point (NaN, -0.0)", Add(f, lit(1.0), ANSI, _type=T.DOUBLE), None),
+        ("x + y: no constant", Add(i, days, ANSI, _type=T.INT), None),
+    ],
+    "Subtract": [
+        ("x - c under ANSI", Subtract(i, lit(1), ANSI, _type=T.INT), (i, INC_STRICT)),
+        ("c - x under ANSI", Subtract(lit(10), i, ANSI, _type=T.INT), (i, DEC_STRICT)),
+        ("c - x wraps around without ANSI", Subtract(lit(10), i, LEGACY, _type=T.INT), None),
+    ],
+    "Multiply": [
+        ("x * positive under ANSI", Multiply(i, lit(2), ANSI, _type=T.INT), (i, INC_STRICT)),
+        ("positive * x under ANSI", Multiply(lit(2), i, ANSI, _type=T.INT), (i, INC_STRICT)),
+        ("x * negative under ANSI", Multiply(i, lit(-2), ANSI, _type=T.INT), (i, DEC_STRICT)),
+        ("x * 0 is constant", Multiply(i, lit(0), ANSI, _type=T.INT), None),
+        ("x * c wraps around without ANSI", Multiply(i, lit(2), LEGACY, _type=T.INT), None),
+    ],
+    "UnaryMinus": [
+        ("-x failing on overflow", UnaryMinus(i, True), (i, DEC_STRICT)),
+        ("-x wrapping -MIN_VALUE", UnaryMinus(i, False), None),
+        ("-x in floating point", UnaryMinus(f, True), None),
+    ],
+    "Floor": [
+        ("floor of a decimal", Floor(dec), (dec, INC)),
+        ("floor of a double (NaN)", Floor(f), None),
+    ],
+    "Ceil": [
+        ("ceil of a decimal", Ceil(dec), (dec, INC)),
+        ("ceil of a double (NaN)", Ceil(f), None),
+    ],
+    "Cast": [
+        ("int to long", Cast(i, T.LONG), (i, INC_STRICT)),
+        ("long to int (narrowing)", Cast(lng, T.INT), None),
+        ("int to decimal(10,0)", Cast(i, T.decimal(10, 0)), (i, INC_STRICT)),
+        ("int to decimal(9,0) (too few digits)", Cast(i, T.decimal(9, 0)), None),
+        ("decimal(10,2) to decimal(12,3)", Cast(dec, T.decimal(12, 3)), (dec, INC_STRICT)),
+        ("decimal(10,2) to decimal(10,1) (rounds)", Cast(dec, T.decimal(10, 1)), None),
+        ("date to timestamp_ntz", Cast(d, T.TIMESTAMP_NTZ), (d, INC_STRICT)),
+        ("date to timestamp (a skipped day)", Cast(d, T.TIMESTAMP, "UTC"), (d, INC)),
+        ("timestamp_ntz to date", Cast(ntz, T.DATE), (ntz, INC)),
+        ("timestamp to date in a fixed zone", Cast(ts, T.DATE, "UTC"), (ts, INC)),
+        ("timestamp to date where the call's zone goes back",
+         Cast(ts, T.DATE, "Test/Backwards"), None),
+        ("timestamp to date in a zone the call does not describe",
+         Cast(ts, T.DATE, "America/Sitka"), None),
+        ("int to string", Cast(i, T.STRING), None),
+    ],
+    "Year": [
+        ("year of a date", Year(d), (d, INC)),
+        ("year of a timestamp (local time)", Year(ts), None),
+    ],
+    "DateAdd": [
+        ("date_add(x, c)", DateAdd(d, lit(3)), (d, INC_STRICT)),
+        ("date_add(x, y): no constant", DateAdd(d, days), None),
+    ],
+    "DateSub": [
+        ("date_sub(x, c)", DateSub(d, lit(3)), (d, INC_STRICT)),
+        ("date_sub(x, NULL)", DateSub(d, lit(None, T.INT)), None),
+    ],
+    "TruncDate": [
+        ("trunc(x, 'MM')", TruncDate(d, lit("MM")), (d, INC)),
+        ("trunc(x, unit column)", TruncDate(d, col("u", 9, T.STRING)), None),
+    ],
+    "TruncTimestamp": [
+        ("date_trunc('SECOND', x): no zone involved",
+         TruncTimestamp(lit("SECOND"), ts, "Test/Backwards"), (ts, INC)),
+        ("date_trunc('HOUR', x) where the zone never goes back by hours",
+         TruncTimestamp(lit("HOUR"), ts, "Test/Backwards"), (ts, INC)),
+        ("date_trunc('DAY', x) where the zone goes back across days",
+         TruncTimestamp(lit("DAY"), ts, "Test/Backwards"), None),
+        ("date_trunc('MONTH', x) in a fixed zone", TruncTimestamp(lit("month"), ts, "UTC"),
+         (ts, INC)),
+        ("date_trunc(unknown unit, x)", TruncTimestamp(lit("FORTNIGHT"), ts, "UTC"), None),
+    ],
+}
+
+# The call's header, as the JVM would describe a zone whose local date and day go back
+# (sparkext.timezones): the time-zone cases above are asked inside such a call.
+BACKWARDS = CallContext(time_zone="Test/Backwards", time_zone_reverses=frozenset({"date", "DAYS"}))
+
+
+EXPRESSION_CLASSES = sorted((c for c in MIRRORED.values() if issubclass(c, E.Expression)),
+                            key=lambda c: c.__name__)
+
+
+def declares(cls) -> bool:
+    return cls.ordering_fact is not E.Expression.ordering_fact
+
+
+def test_the_classes_with_a_fact_are_the_ones_in_the_table():
+    assert {c.__name__ for c in EXPRESSION_CLASSES if declares(c)} == set(CASES)
+
+
+@pytest.mark.parametrize("cls, title, expr, expected", [
+    (cls, title, expr, expected)
+    for cls, cases in CASES.items() for title, expr, expected in cases],
+    ids=lambda v: v if isinstance(v, str) else "")
+def test_the_declared_fact(cls, title, expr, expected):
+    assert type(expr).__name__ == cls
+    with scoped(BACKWARDS):
+        fact = expr.ordering_fact()
+    if expected is None:
+        assert fact is None, title
+        return
+    argument, (increasing, strict) = expected
+    assert fact == OrderingFact(argument, increasing, strict), title
+    # Every declared function turns a NULL argument, and only that, into NULL.
+    assert fact.nulls_stay
+
+
+# -- the analysis reads the declaration, and nothing else --------------------------------
+
+
+class Scaled(UnaryExpression):
+    """A function the mirror does not know (no declaration): maybe monotonic, maybe not."""
+
+    __slots__ = ()
+    _fixed_type = T.INT
+
+
+class Shifted(Scaled):
+    """The same function, declared increasing and strict on its class, as a new mirrored
+    function with ordering semantics would be."""
+
+    __slots__ = ()
+
+    def ordering_fact(self):
+        return OrderingFact(self.child, increasing=True, strict=True)
+
+
+class Reordered(Scaled):
+    """Declared increasing, but NULL goes somewhere else than the argument's NULLs."""
+
+    __slots__ = ()
+
+    def ordering_fact(self):
+        return OrderingFact(self.child, increasing=True, strict=True, nulls_stay=False)
+
+
+def sorted_by(*exprs) -> EquivalenceProperties:
+    p = EquivalenceProperties()
+    p.orderings.append(Ordering(tuple(SortKey(e) for e in exprs), True))
+    return p
+
+
+def test_a_class_without_a_declaration_is_not_monotonic():
+    assert Scaled(i).ordering_fact() is None
+    assert not sorted_by(i).ordering_satisfy([asc(Scaled(i))])
+
+
+def test_a_declaration_on_the_class_is_all_the_analysis_needs():
+    p = sorted_by(i, lng)
+    assert p.ordering_satisfy([asc(Shifted(i))])
+    assert not p.ordering_satisfy([desc(Shifted(i))])
+
+
+def test_a_declared_function_that_moves_nulls_is_not_treated_as_ordered():
+    assert not sorted_by(i).ordering_satisfy([asc(Reordered(i))])
+
+
+def test_a_non_strict_function_ends_the_succinct_ordering():
+    # Ties in the hour do not make ts tie: the keys after a non-strict one are dropped.
+    hour = TruncTimestamp(lit("HOUR"), ts, "UTC")
+    assert [o.keys for o in sorted_by(hour, i).succinct_orderings()] == [(SortKey(hour),)]
+    shifted = Shifted(ts)
+    assert [o.keys for o in sorted_by(shifted, i).succinct_orderings()] == [
+        (SortKey(shifted), SortKey(i))]
