@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from sparkext import catalyst_names as names
 from sparkext.expressions import (
+    FALSE,
+    TRUE,
     Alias,
     And,
     AttributeReference,
@@ -47,8 +49,6 @@ from sparkext.expressions import (
     Expression,
     GetStructField,
     IsNotNull,
-    FALSE,
-    TRUE,
     Literal,
     Not,
     OpaqueExpression,

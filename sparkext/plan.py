@@ -33,6 +33,7 @@ from sparkext.expressions import (
     Value,
     to_attribute,
 )
+
 # ExistenceJoin is re-exported: a join type, long imported from here.
 from sparkext.joins import ExistenceJoin, JoinType, join_type  # noqa: F401
 from sparkext.kinds import Item, Kind, Shape

@@ -6,7 +6,9 @@ import pytest
 
 from sparkext import types as T
 from sparkext.expressions import (
+    FALSE,
     Add,
+    Alias,
     And,
     Cast,
     EqualNullSafe,
@@ -20,7 +22,6 @@ from sparkext.expressions import (
     Rand,
     lit,
 )
-from sparkext.expressions import FALSE, Alias
 from sparkext.plan import Aggregate, Filter, Join, Project
 from sparkext.rules.infer_filters import infer_filters
 from tests import golden

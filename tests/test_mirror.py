@@ -41,6 +41,7 @@ from sparkext.expressions import (
     desc,
     lit,
 )
+from sparkext.optimizer import Batch, Once, RuleExecutor
 from sparkext.plan import (
     AliasIdentifier,
     ExistenceJoin,
@@ -54,7 +55,6 @@ from sparkext.plan import (
     Union,
     Window,
 )
-from sparkext.optimizer import Batch, Once, RuleExecutor
 from sparkext.testing.request_encoder import encode_request
 
 

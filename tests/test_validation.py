@@ -17,8 +17,18 @@ import sparkext
 from sparkext import types as T
 from sparkext.expressions import Literal, PosExplode, Rand, SortOrder
 from sparkext.plan import (
-    Aggregate, Expand, Filter, Generate, GlobalLimit, Join, LocalLimit, Repartition,
-    RepartitionByExpression, Sample, Sort, Window,
+    Aggregate,
+    Expand,
+    Filter,
+    Generate,
+    GlobalLimit,
+    Join,
+    LocalLimit,
+    Repartition,
+    RepartitionByExpression,
+    Sample,
+    Sort,
+    Window,
 )
 from tests.conftest import conf, rules_enabled
 from tests.rows import assert_same_rows, collect

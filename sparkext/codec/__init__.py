@@ -1,5 +1,6 @@
 """The wire format, Python half (docs/wire-format.md is the reference; the JVM half is
-``jvm-shim/.../PlanEncoder.scala``, ``PlanRebuilder.scala``, ``LiteralCodec.scala``), one module per job:
+``jvm-shim/.../PlanEncoder.scala``, ``PlanRebuilder.scala``, ``LiteralCodec.scala``),
+one module per job:
 
 - :mod:`sparkext.codec.requests`: :class:`Decoded` turns one request document into the
   mirror and remembers which mirror object came from which JVM handle;

@@ -31,8 +31,9 @@ class AnswerEncoder:
     """Writes mirror objects in wire form, as an answer.
 
     The methods a subclass may change are public (``sparkext.testing.request_encoder``
-    writes requests with them): :meth:`full_node` and :meth:`full_expr` write an object in
-    full, and the hooks they call decide what goes with it.
+    writes requests with them): :meth:`reference_or_full` decides whether an object travels
+    as a reference, :meth:`full_node` and :meth:`full_expr` write one in full, and the hooks
+    they call decide what goes with it.
     """
 
     #: Item -> how one item is written (set below the class, per subclass); mirror class ->
@@ -90,10 +91,15 @@ class AnswerEncoder:
     # -- plans -----------------------------------------------------------------------------
 
     def node(self, p: LogicalPlan) -> dict:
-        h = self.known(p)
+        return self.reference_or_full(p, self.full_node)
+
+    def reference_or_full(self, obj, full) -> dict:
+        """``obj`` as a reference to its handle when it is the very object the request
+        held (the JVM reuses the original), else ``full(obj, handle)``."""
+        h = self.known(obj)
         if h is not None:
             return {"ref": h}
-        return self.full_node(p, h)
+        return full(obj, h)
 
     def full_node(self, p: LogicalPlan, h: int | None) -> dict:
         if isinstance(p, Relation):
@@ -123,10 +129,7 @@ class AnswerEncoder:
     def expr(self, e: Expression) -> dict:
         if isinstance(e, AttributeReference):
             return self.attribute(e)
-        h = self.known(e)
-        if h is not None:
-            return {"ref": h}
-        return self.full_expr(e, h)
+        return self.reference_or_full(e, self.full_expr)
 
     def full_expr(self, e: Expression, h: int | None) -> dict:
         if isinstance(e, Literal):

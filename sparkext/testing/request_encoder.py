@@ -46,13 +46,8 @@ class RequestEncoder(AnswerEncoder):
             raise WireError("a request cannot hold new expression ids")
         return i
 
-    def node(self, p: LogicalPlan) -> dict:
-        return self.full_node(p, self.known(p))
-
-    def expr(self, e: Expression) -> dict:
-        if isinstance(e, AttributeReference):
-            return self.attribute(e)
-        return self.full_expr(e, self.known(e))
+    def reference_or_full(self, obj, full) -> dict:
+        return full(obj, self.known(obj))  # a request holds every object in full
 
     def relation(self, r: Relation) -> dict:
         j = {"h": r.handle, "k": "Relation", "cls": r.cls}
