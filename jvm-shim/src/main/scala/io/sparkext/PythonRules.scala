@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import com.fasterxml.jackson.core.exc.StreamConstraintsException
 import com.fasterxml.jackson.databind.JsonNode
 import org.slf4j.LoggerFactory
 
@@ -230,6 +231,8 @@ private[sparkext] final class BridgeCall(
       return plan
     }
     val doc = try PlanCodec.mapper.readTree(response) catch {
+      case e: StreamConstraintsException => fail(plan, m.pythonErrors,
+        s"Python's answer is over one of the JVM's JSON parsing limits: ${e.getMessage}")
       case NonFatal(e) => fail(plan, m.pythonErrors, s"Python answered with malformed JSON: $e")
     }
     val error = doc.get("error")
