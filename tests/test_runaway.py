@@ -65,7 +65,8 @@ def test_a_runaway_rule_costs_one_timeout_per_query_and_its_call_is_cancelled(sp
     # blocked rule asserts it.)
     assert len(m["warnings"]) == 1 and "did not answer within" in m["warnings"][0], m
     assert cancelled, "the abandoned call still runs"
-    assert after["calls"] == 0 and after["skipped_breaker"] >= 1 and len(after["warnings"]) == 1, after
+    # The timeout's warning named the cool-down; the queries it skips do not warn again.
+    assert after["calls"] == 0 and after["skipped_breaker"] >= 1 and after["warnings"] == [], after
 
 
 def test_a_rule_stuck_inside_itself_keeps_at_most_one_thread(spark, tables):

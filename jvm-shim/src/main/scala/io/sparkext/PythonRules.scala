@@ -146,12 +146,20 @@ private[sparkext] final class BridgeCall(
 
   val cooldownMs: Long = Conf.millis(conf, Conf.CooldownMs, Conf.DefaultCooldownMs)
 
-  /** The input plan, with the warning of a skip by the open breaker (once per query). */
-  def skipOpenBreaker(plan: LogicalPlan): LogicalPlan = try {
-    fail(plan, m.skippedBreaker, "Python rules were skipped: a call timed out in this query, " +
-      s"or less than ${Conf.CooldownMs}=$cooldownMs ago in this registration, or its rule " +
-      "still runs")
-  } catch { case f: Failed => f.plan }
+  /**
+   * The input plan, counted as a skip by the open breaker. No warning: the timeout that
+   * opened it warned, naming the cool-down, and a warning per query skipped meanwhile
+   * would flood the log (hundreds a minute on a busy driver). Strict mode still raises.
+   */
+  def skipOpenBreaker(plan: LogicalPlan): LogicalPlan = {
+    m.skippedBreaker.incrementAndGet()
+    if (strict) {
+      throw new SparkextException("sparkext: Python rules were skipped: a call timed out in " +
+        s"this query, or less than ${Conf.CooldownMs}=$cooldownMs ago in this session, or " +
+        "its rule still runs")
+    }
+    plan
+  }
 
   private final class Failed(val plan: LogicalPlan) extends Exception
 
