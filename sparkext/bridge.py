@@ -19,7 +19,7 @@ import threading
 from sparkext.codec import Decoded, encode_answer
 from sparkext.context import scoped
 from sparkext.errors import error_document
-from sparkext.optimizer import RuleError, RuleExecutor
+from sparkext.optimizer import Cancelled, RuleError, RuleExecutor
 from sparkext.threads import NoThread, ThreadLost, run_on_deep_stack
 from sparkext.wire import UNCHANGED_ANSWER
 
@@ -32,18 +32,48 @@ def _recursed(e: BaseException) -> bool:
     return isinstance(e, RecursionError) or isinstance(getattr(e, "cause", None), RecursionError)
 
 
+class _Call:
+    """One call in progress: the rule it runs, and whether the JVM abandoned it."""
+
+    __slots__ = ("rule", "cancelled")
+
+    def __init__(self):
+        self.rule = ""
+        self.cancelled = threading.Event()
+
+
 class RuleBridge:
     """Answers the calls of one ``sparkext.enable``.
 
-    :meth:`apply` answers the requests that arrive over the channel. py4j carries the
-    object itself to the JVM as an ``io.sparkext.RuleBridge``: the JVM's proxy keeps it
-    alive, and calls :meth:`running` when a call times out.
+    :meth:`apply` answers the requests that arrive over the channel, :meth:`cancel` the
+    JVM's cancels of calls it abandoned. py4j carries the object itself to the JVM as an
+    ``io.sparkext.RuleBridge``: the JVM's proxy keeps it alive.
     """
 
     def __init__(self, executors: dict[str, RuleExecutor]):
         self.executors = executors
-        self._running: dict[int, str] = {}
+        self._calls: dict[int, _Call] = {}
         self._lock = threading.Lock()
+
+    def cancel(self, payload: str) -> str:
+        """Answers ``{"cancel": id}``: the call stops at its next rule boundary. The answer,
+        ``{"running": name}``, names the rule it is running ("" when it has ended, or
+        when it runs none)."""
+        try:
+            call_id = json.loads(payload)["cancel"]
+        except Exception as e:  # noqa: BLE001 - a bad request is answered, never raised
+            return error_document("decode", None, f"not a cancel request: {e}", e)
+        with self._lock:
+            call = self._calls.get(call_id)
+        if call is None:
+            return json.dumps({"running": ""})
+        call.cancelled.set()
+        return json.dumps({"running": call.rule})
+
+    def running_calls(self) -> int:
+        """Calls in progress, cancelled or not (for tests: a cancelled call ends soon)."""
+        with self._lock:
+            return len(self._calls)
 
     def apply(self, payload: str) -> str:
         try:
@@ -78,17 +108,22 @@ class RuleBridge:
         if executor is None:
             return UNCHANGED_ANSWER
         call_id = decoded.call_id
+        call = _Call()
+        with self._lock:
+            self._calls[call_id] = call
 
         def on_rule(name: str) -> None:
-            with self._lock:
-                self._running[call_id] = name
+            call.rule = name
 
         # The header's settings are current while the rules run and the answer is written
         # (lazily decoded nodes are filled then too).
         with scoped(decoded.context):
             try:
                 result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
-                                          catalyst_excluded=decoded.catalyst_excluded)
+                                          catalyst_excluded=decoded.catalyst_excluded,
+                                          cancelled=call.cancelled.is_set)
+            except Cancelled as e:  # the JVM is gone: this answer only closes the call
+                return error_document("cancelled", e.rule, str(e))
             except RuleError as e:
                 return failed("rule", e.rule,
                               str(e.cause) if e.cause is not None else e.message, e)
@@ -96,7 +131,7 @@ class RuleBridge:
                 return failed("executor", None, str(e), e)
             finally:
                 with self._lock:
-                    self._running.pop(call_id, None)
+                    self._calls.pop(call_id, None)
             if result.plan is decoded.plan:
                 return UNCHANGED_ANSWER
             try:
@@ -106,10 +141,6 @@ class RuleBridge:
                 who = ", ".join(result.changed_by) or None
                 return failed("encode", who,
                               f"returned a plan that cannot be sent to Spark: {e}", e)
-
-    def running(self, call_id: int) -> str:
-        with self._lock:
-            return self._running.get(call_id, "")
 
     class Java:
         implements = ["io.sparkext.RuleBridge"]

@@ -28,10 +28,14 @@ times:
   request  ``key`` (int64, big-endian), ``n`` (int32), ``n`` bytes of UTF-8 request
   answer   ``n`` (int32), ``n`` bytes of UTF-8 answer
 
-``key`` names the :class:`~sparkext.bridge.RuleBridge` of one ``sparkext.enable``. The
+``key`` names the :class:`~sparkext.bridge.RuleBridge` of one ``sparkext.enable``; a
+negative ``key`` carries a cancel for the bridge ``-key`` (below). The
 server holds bridges weakly: py4j keeps each alive while the JVM's registration refers to
 it, so a replaced registration takes its bridge with it. A call that the JVM abandons at
 its timeout has its connection closed by the JVM; the answer, when it comes, goes nowhere.
+Before closing it, the JVM sends ``{"cancel": <call id>}`` under ``-key`` on another
+connection (an idle one, usually): the call stops at its next rule boundary, and the
+answer names the rule it was running, for the JVM's warning.
 """
 
 from __future__ import annotations
@@ -239,11 +243,13 @@ class Channel:
             raise _Refused("the client does not know the secret")
 
     def _answer(self, key: int, request: bytes) -> str:
-        bridge = self._bridges.get(key)
+        bridge = self._bridges.get(abs(key))
         if bridge is None:
             return error_document("channel", None,
-                                  f"no Python rules are registered under key {key} any more")
+                                  f"no Python rules are registered under key {abs(key)} any more")
         try:
+            if key < 0:
+                return bridge.cancel(request.decode("utf-8"))
             return bridge.apply(request.decode("utf-8"))
         except BaseException as e:  # noqa: BLE001 - the bridge answers its own errors;
             # this is the last line, so that the JVM always gets an answer

@@ -109,6 +109,16 @@ class Batch:
         object.__setattr__(self, "rules", tuple(as_rule(r) for r in self.rules))
 
 
+class Cancelled(Exception):
+    """The JVM abandoned the call (its timeout passed): the executor stops at the next rule
+    boundary instead of running the remaining rules and iterations for nobody."""
+
+    def __init__(self, rule: str | None):
+        super().__init__(f"cancelled by the JVM while rule '{rule}' ran" if rule
+                         else "cancelled by the JVM")
+        self.rule = rule
+
+
 class RuleError(Exception):
     """A rule failed; the plan it was given is left as it was."""
 
@@ -161,8 +171,13 @@ class RuleExecutor:
 
     def execute(self, plan: LogicalPlan, excluded: frozenset = frozenset(), *,
                 trace: bool = False, on_rule: Callable[[str], None] | None = None,
-                catalyst_excluded: frozenset = frozenset()) -> Result:
+                catalyst_excluded: frozenset = frozenset(),
+                cancelled: Callable[[], bool] | None = None) -> Result:
+        """Runs the batches on ``plan``. ``cancelled`` is asked before every rule (so between
+        fixed-point rounds too): once it is true, :class:`Cancelled` is raised. A rule that
+        never returns is not stopped by it (docs/design.md, "Timeouts")."""
         result = Result(plan)
+        last = None
         for batch in self.batches:
             rules = [r for r in batch.rules if r.name not in excluded
                      and set(r.only_when_catalyst_excludes) <= catalyst_excluded]
@@ -171,6 +186,9 @@ class RuleExecutor:
             for _ in range(batch.strategy.max_iterations):
                 before_round = result.plan
                 for r in rules:
+                    if cancelled is not None and cancelled():
+                        raise Cancelled(last)
+                    last = r.name
                     if on_rule is not None:
                         on_rule(r.name)
                     self._apply(batch, r, result, trace)

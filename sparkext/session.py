@@ -128,10 +128,42 @@ def configure(builder):
     """
     options = getattr(builder, "_options", {})
     defaults = _jvm_defaults()
+    _check_running_jvm_has_the_jar()
     for key, item in zip(_APPENDED, (jar_path(), EXTENSION_CLASS)):
         current = options.get(key) or defaults.get(key)
         builder = builder.config(key, _append(current, item))
     return builder
+
+
+_SUBMIT_ADVICE = (f'pass --jars "$(python -m sparkext jar)" --conf '
+                  f"spark.sql.extensions={EXTENSION_CLASS} to spark-submit (or pyspark)")
+
+
+def _jvm_started_outside() -> bool:
+    """Whether the driver JVM was started before this Python process (spark-submit, the
+    pyspark shell): its classpath is fixed, and no builder setting can add a jar to it."""
+    from pyspark import SparkContext
+
+    return "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._jvm is not None
+
+
+def _has_jar(jvm) -> bool:
+    # An unknown class resolves to a py4j JavaPackage rather than failing.
+    return type(jvm.io.sparkext.Sparkext).__name__ != "JavaPackage"
+
+
+def _check_running_jvm_has_the_jar() -> None:
+    from pyspark import SparkContext
+
+    if not _jvm_started_outside():
+        return
+    SparkContext._ensure_initialized()  # connects to the running JVM; launches nothing
+    if not _has_jar(SparkContext._jvm):
+        raise SparkextError(
+            "the driver JVM is already running (started by spark-submit, the pyspark shell or "
+            "an earlier session) and the sparkext jar is not on its classpath; a running JVM "
+            "cannot load it "
+            f"now, so configure() cannot help. Instead, {_SUBMIT_ADVICE}.")
 
 
 def _jsession(spark):
@@ -144,14 +176,14 @@ def _jsession(spark):
 
 
 def _registry(spark):
-    registry = spark._jvm.io.sparkext.Sparkext
-    # An unknown class resolves to a py4j JavaPackage rather than failing.
-    if type(registry).__name__ == "JavaPackage":
+    if not _has_jar(spark._jvm):
+        if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM: only its flags help
+            raise SparkextError(f"the sparkext jar is not on this session's classpath: "
+                                f"{_SUBMIT_ADVICE}.")
         raise SparkextError(
             "the sparkext jar is not on this session's classpath. Build the session with "
-            "sparkext.configure(SparkSession.builder), or pass --jars \"$(python -m sparkext "
-            f"jar)\" --conf spark.sql.extensions={EXTENSION_CLASS} to spark-submit.")
-    return registry
+            f"sparkext.configure(SparkSession.builder), or {_SUBMIT_ADVICE}.")
+    return spark._jvm.io.sparkext.Sparkext
 
 
 class Enabled:

@@ -17,6 +17,8 @@ final class BridgeMetrics {
   val skippedExcluded = new AtomicLong
   val skippedNoPattern = new AtomicLong
   val skippedSamePlan = new AtomicLong
+  /** Skipped because a timeout opened the registration's circuit breaker. */
+  val skippedBreaker = new AtomicLong
   /** Python returned a different plan and it passed validation. */
   val accepted = new AtomicLong
   /** Python left the plan as it was. */
@@ -47,7 +49,8 @@ final class BridgeMetrics {
   private def all: Seq[(String, AtomicLong)] = Seq(
     "calls" -> calls, "skipped" -> skipped, "skipped_disabled" -> skippedDisabled,
     "skipped_excluded" -> skippedExcluded, "skipped_no_pattern" -> skippedNoPattern,
-    "skipped_same_plan" -> skippedSamePlan, "accepted" -> accepted, "unchanged" -> unchanged,
+    "skipped_same_plan" -> skippedSamePlan,
+    "skipped_breaker" -> skippedBreaker, "accepted" -> accepted, "unchanged" -> unchanged,
     "rejected" -> rejected, "python_errors" -> pythonErrors, "timeouts" -> timeouts,
     "encode_errors" -> encodeErrors, "encode_nanos" -> encodeNanos,
     "python_nanos" -> pythonNanos, "rebuild_nanos" -> rebuildNanos,

@@ -26,7 +26,10 @@ object PlanCodec {
   val MaxNesting = 100000
   private[sparkext] val factory: JsonFactory = {
     val b = new JsonFactoryBuilder()
-    b.streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MaxNesting).build())
+    // Strings up to a whole answer: Jackson's default of 20 MB would refuse a rule's long
+    // literal that Spark itself holds without complaint.
+    b.streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MaxNesting)
+      .maxStringLength(PythonChannel.MaxAnswerBytes).build())
     b.streamWriteConstraints(StreamWriteConstraints.builder().maxNestingDepth(MaxNesting).build())
     b.build()
   }

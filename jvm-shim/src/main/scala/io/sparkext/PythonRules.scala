@@ -1,11 +1,13 @@
 package io.sparkext
 
+import java.nio.charset.StandardCharsets
 import java.util.concurrent.{Callable, Executors, ThreadFactory, TimeUnit}
 import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import com.fasterxml.jackson.core.exc.StreamConstraintsException
 import com.fasterxml.jackson.databind.JsonNode
 import org.slf4j.LoggerFactory
 
@@ -55,7 +57,12 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
       return skip(m.skippedNoPattern)
     }
 
-    val result = new BridgeCall(reg, position, state, conf, excluded).run(plan)
+    val call = new BridgeCall(reg, position, state, conf, excluded)
+    if (reg.breaker.isOpen(call.cooldownMs, Calls.stillRunning(reg, _))) {
+      m.skipped.incrementAndGet()
+      return call.skipOpenBreaker(plan)
+    }
+    val result = call.run(plan)
     state.memoize(position, result, reg.version, memoKey)
     result
   }
@@ -80,29 +87,49 @@ object PythonRules {
   }
 }
 
-/** Call ids, and asking Python which rule a call that timed out was running. */
+/** Call ids, and cancelling a call the JVM abandoned. */
 private[sparkext] object Calls {
   private val ids = new AtomicLong()
   private val pool = Executors.newCachedThreadPool(new ThreadFactory {
     private val n = new AtomicInteger()
     override def newThread(r: Runnable): Thread = {
-      val t = new Thread(r, s"sparkext-running-${n.incrementAndGet()}")
+      val t = new Thread(r, s"sparkext-cancel-${n.incrementAndGet()}")
       t.setDaemon(true)
       t
     }
   })
 
+  /**
+   * How long the optimizer waits for a cancel's answer (which rule was running). The cancel
+   * itself goes on, on a thread of its own, for as long as a handshake may take: a rule
+   * spinning in Python holds the GIL, and a new connection's handshake then needs several
+   * of its 5 ms switch intervals, so the flag must not depend on this short wait.
+   */
+  val CancelAnswerMs = 200L
+  private val CancelTimeoutMs = 5000L
+
   def nextId(): Long = ids.incrementAndGet()
 
   /**
-   * The rule call `callId` is running ("" if none or unknown), through py4j, bounded by one
-   * second on a thread of its own: a py4j call cannot be interrupted, and this one only
-   * makes a warning more helpful.
+   * Tells Python that call `callId` is abandoned (it stops at its next rule boundary).
+   * Returns the rule it is running ("" when it has ended), or None when Python did not say
+   * within [[CancelAnswerMs]].
    */
-  def running(bridge: RuleBridge, callId: Long): String = try {
-    pool.submit(new Callable[String] { def call(): String = bridge.running(callId) })
-      .get(1, TimeUnit.SECONDS)
-  } catch { case NonFatal(_) => "" }
+  def cancel(reg: Registration, callId: Long): Option[String] = {
+    val request = s"""{"cancel":$callId}""".getBytes(StandardCharsets.UTF_8)
+    try {
+      val answer = pool.submit(new Callable[String] {
+        def call(): String = reg.channel.call(-reg.key, request, CancelTimeoutMs)
+      }).get(CancelAnswerMs, TimeUnit.MILLISECONDS)
+      Some(Option(PlanCodec.mapper.readTree(answer).get("running")).map(_.asText()).getOrElse(""))
+    } catch { case NonFatal(_) => None }
+  }
+
+  /**
+   * Whether the abandoned call `callId` may still run in Python (a rule stuck inside
+   * itself); when Python does not say in time, it may.
+   */
+  def stillRunning(reg: Registration, callId: Long): Boolean = cancel(reg, callId).forall(_.nonEmpty)
 }
 
 /** One optimizer invocation that reaches Python. */
@@ -116,6 +143,23 @@ private[sparkext] final class BridgeCall(
   private val m = session.metrics
 
   private val strict = PythonRules.flag(conf, Conf.Strict, default = false)
+
+  val cooldownMs: Long = Conf.millis(conf, Conf.CooldownMs, Conf.DefaultCooldownMs)
+
+  /**
+   * The input plan, counted as a skip by the open breaker. No warning: the timeout that
+   * opened it warned, naming the cool-down, and a warning per query skipped meanwhile
+   * would flood the log (hundreds a minute on a busy driver). Strict mode still raises.
+   */
+  def skipOpenBreaker(plan: LogicalPlan): LogicalPlan = {
+    m.skippedBreaker.incrementAndGet()
+    if (strict) {
+      throw new SparkextException("sparkext: Python rules were skipped: a call timed out in " +
+        s"this query, or less than ${Conf.CooldownMs}=$cooldownMs ago in this session, or " +
+        "its rule still runs")
+    }
+    plan
+  }
 
   private final class Failed(val plan: LogicalPlan) extends Exception
 
@@ -146,8 +190,7 @@ private[sparkext] final class BridgeCall(
   }
 
   private def attempt(plan: LogicalPlan): LogicalPlan = {
-    val timeoutMs = try conf.getConfString(Conf.TimeoutMs, Conf.DefaultTimeoutMs.toString).trim.toLong
-      catch { case _: NumberFormatException => Conf.DefaultTimeoutMs }
+    val timeoutMs = Conf.millis(conf, Conf.TimeoutMs, Conf.DefaultTimeoutMs)
     val callId = Calls.nextId()
     m.calls.incrementAndGet()
 
@@ -178,9 +221,11 @@ private[sparkext] final class BridgeCall(
 
     val response = try reg.channel.call(reg.key, payload, timeoutMs) catch {
       case _: PythonChannel.Timeout =>
-        val running = Calls.running(reg.bridge, callId)
-        val who = if (running.nonEmpty) s" (rule '$running' was running)" else ""
-        fail(plan, m.timeouts, s"Python rules did not answer within ${Conf.TimeoutMs}=$timeoutMs$who")
+        reg.breaker.trip(callId, cooldownMs)
+        val who = Calls.cancel(reg, callId).filter(_.nonEmpty).map(r => s" (rule '$r' was running)").getOrElse("")
+        val cooldown = if (cooldownMs > 0) s" and for ${Conf.CooldownMs}=$cooldownMs in this session" else ""
+        fail(plan, m.timeouts, s"Python rules did not answer within ${Conf.TimeoutMs}=$timeoutMs$who; " +
+          s"they are skipped for the rest of this query$cooldown")
       case NonFatal(e) =>
         fail(plan, m.pythonErrors, s"the call to Python failed: $e (is the Python driver alive?)")
     } finally {
@@ -194,6 +239,8 @@ private[sparkext] final class BridgeCall(
       return plan
     }
     val doc = try PlanCodec.mapper.readTree(response) catch {
+      case e: StreamConstraintsException => fail(plan, m.pythonErrors,
+        s"Python's answer is over one of the JVM's JSON parsing limits: ${e.getMessage}")
       case NonFatal(e) => fail(plan, m.pythonErrors, s"Python answered with malformed JSON: $e")
     }
     val error = doc.get("error")

@@ -19,8 +19,15 @@ object Conf {
   val Strict = "spark.sparkext.strict"
   val TimeoutMs = "spark.sparkext.timeoutMs"
   val ExcludedRules = "spark.sparkext.excludedRules"
+  /** After a timeout, how long a registration's rules are skipped (0: only in that query). */
+  val CooldownMs = "spark.sparkext.cooldownMs"
 
   val DefaultTimeoutMs = 10000L
+  val DefaultCooldownMs = 60000L
+
+  def millis(conf: org.apache.spark.sql.internal.SQLConf, key: String, default: Long): Long =
+    try conf.getConfString(key, default.toString).trim.toLong
+    catch { case _: NumberFormatException => default }
 }
 
 /** Raised instead of a warning when `spark.sparkext.strict=true`. */
@@ -59,6 +66,57 @@ final class Registration(
   private val byPosition: Map[Position, Seq[RuleInfo]] = rules.groupBy(_.position)
 
   def rulesAt(p: Position): Seq[RuleInfo] = byPosition.getOrElse(p, Nil)
+
+  val breaker = new Breaker
+}
+
+/**
+ * The circuit breaker of one registration (docs/design.md, "Timeouts"). A call that timed
+ * out opens it: Python is skipped for the rest of that query (its planning tracker) and,
+ * for `spark.sparkext.cooldownMs`, for every query of the registration, so a runaway rule
+ * costs one timeout, not one per optimizer call, and no new call starts on a Python side
+ * that may still be busy with the abandoned one. When the cool-down ends, the breaker
+ * stays open as long as Python says the abandoned call is still running (a rule stuck
+ * where it cannot be cancelled): at most one such call per registration.
+ */
+final class Breaker {
+  private val tripped = new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]()
+  /** `System.nanoTime` until which every query skips Python; 0 when closed. */
+  @volatile private var openUntil = 0L
+  /** The call abandoned last, while the cool-down runs (0: none). */
+  @volatile private var abandoned = 0L
+
+  /** Records the timeout of call `callId` in the query being optimized on this thread. */
+  def trip(callId: Long, cooldownMs: Long): Unit = synchronized {
+    QueryPlanningTracker.get.foreach(t => tripped.synchronized(tripped.put(t, java.lang.Boolean.TRUE)))
+    if (cooldownMs > 0) {
+      abandoned = callId
+      openUntil = nonZero(System.nanoTime() + cooldownMs * 1000000L)
+    }
+  }
+
+  /**
+   * Whether Python must be skipped now. `stillRunning(callId)` asks Python whether the
+   * abandoned call still runs; it is asked once per cool-down that ends, by one thread.
+   */
+  def isOpen(cooldownMs: Long, stillRunning: Long => Boolean): Boolean = {
+    val inTrippedQuery = QueryPlanningTracker.get.exists(t => tripped.synchronized(tripped.containsKey(t)))
+    if (inTrippedQuery) return true
+    if (openUntil == 0L) return false
+    synchronized {
+      if (openUntil == 0L) return false
+      if (System.nanoTime() - openUntil < 0) return true
+      if (cooldownMs > 0 && stillRunning(abandoned)) {
+        openUntil = nonZero(System.nanoTime() + cooldownMs * 1000000L)
+        return true
+      }
+      openUntil = 0L
+      abandoned = 0L
+      false
+    }
+  }
+
+  private def nonZero(t: Long): Long = if (t == 0L) 1L else t
 }
 
 /** The plan a position returned last time, so a fixed-point batch that hands it back is skipped. */
