@@ -3,23 +3,144 @@ package io.sparkext
 import java.lang.reflect.{Constructor, Modifier}
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 import scala.language.existentials
 import scala.util.control.NonFatal
 
+import com.fasterxml.jackson.core.JsonGenerator
 import com.fasterxml.jackson.databind.JsonNode
 
 import org.apache.spark.sql.catalyst.AliasIdentifier
-import org.apache.spark.sql.catalyst.expressions.{Expression, NullOrdering, SortDirection}
-import org.apache.spark.sql.catalyst.plans.JoinType
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Descending, Expression, NullOrdering, NullsFirst, NullsLast, SortDirection}
+import org.apache.spark.sql.catalyst.plans.{ExistenceJoin, JoinType}
 import org.apache.spark.sql.catalyst.plans.logical.{JoinHint, LogicalPlan}
 import org.apache.spark.sql.types.DataType
 
 /**
+ * The item-level writes an argument [[Kind]] is made of; [[PlanEncoder]] implements them
+ * for one call. A kind composes them with its shape (one, option, sequence...).
+ */
+trait KindWriter {
+  def gen: JsonGenerator
+  def expr(e: Expression): Unit
+  def node(p: LogicalPlan): Unit
+  /** The index of a type in the call's type table. */
+  def typeId(t: DataType): Int
+  /** A value kept on the JVM, sent as a handle and its text. */
+  def opaqueValue(x: AnyRef): Unit
+}
+
+/** The item-level reads an argument [[Kind]] is made of; [[PlanRebuilder]] implements them. */
+trait KindReader {
+  def expr(j: JsonNode): Expression
+  def node(j: JsonNode): LogicalPlan
+  def dataType(j: JsonNode): DataType
+  /** The object of a handle this call encoded. */
+  def ref(j: JsonNode): AnyRef
+  def fail(msg: String): Nothing
+}
+
+/**
+ * What one argument kind carries, without its shape: how one value is written and read.
+ * Mirrors `sparkext/kinds.py`, where a kind is likewise a shape around an item.
+ */
+sealed abstract class Item {
+  def write(w: KindWriter, v: Any): Unit
+  def read(r: KindReader, j: JsonNode): AnyRef
+}
+
+object Item {
+  /** One of two Catalyst singletons, each travelling as its name. */
+  sealed abstract class OneOfTwo(what: String, a: AnyRef, aName: String, b: AnyRef, bName: String)
+      extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeString(if (v == a) aName else bName)
+    def read(r: KindReader, j: JsonNode): AnyRef = {
+      val name = j.asText()
+      if (name == aName) a else if (name == bName) b else r.fail(s"unknown $what $name")
+    }
+  }
+
+  object Expr extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.expr(v.asInstanceOf[Expression])
+    def read(r: KindReader, j: JsonNode): AnyRef = r.expr(j)
+  }
+  object Plan extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.node(v.asInstanceOf[LogicalPlan])
+    def read(r: KindReader, j: JsonNode): AnyRef = r.node(j)
+  }
+  object Type extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeNumber(w.typeId(v.asInstanceOf[DataType]))
+    def read(r: KindReader, j: JsonNode): AnyRef = r.dataType(j)
+  }
+  object Str extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeString(v.asInstanceOf[String])
+    def read(r: KindReader, j: JsonNode): AnyRef = j.asText()
+  }
+  object IntI extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeNumber(v.asInstanceOf[Int])
+    def read(r: KindReader, j: JsonNode): AnyRef = Int.box(StrictJson.int(j, "int"))
+  }
+  object LongI extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeNumber(v.asInstanceOf[Long])
+    def read(r: KindReader, j: JsonNode): AnyRef = Long.box(StrictJson.long(j, "long"))
+  }
+  object DoubleI extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeNumber(v.asInstanceOf[Double])
+    def read(r: KindReader, j: JsonNode): AnyRef = Double.box(StrictJson.number(j, "double"))
+  }
+  object BoolI extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeBoolean(v.asInstanceOf[Boolean])
+    def read(r: KindReader, j: JsonNode): AnyRef = Boolean.box(StrictJson.bool(j, "boolean"))
+  }
+  object CharI extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.gen.writeString(v.asInstanceOf[Char].toString)
+    def read(r: KindReader, j: JsonNode): AnyRef = Char.box(j.asText().charAt(0))
+  }
+  object Value extends Item {
+    def write(w: KindWriter, v: Any): Unit = w.opaqueValue(v.asInstanceOf[AnyRef])
+    def read(r: KindReader, j: JsonNode): AnyRef = r.ref(j.get("v"))
+  }
+  /** A join type by name; ExistenceJoin carries its attribute; any other travels by handle. */
+  object Join extends Item {
+    def write(w: KindWriter, v: Any): Unit = v match {
+      case ExistenceJoin(exists) =>
+        val g = w.gen
+        g.writeStartObject(); g.writeFieldName("ExistenceJoin"); w.expr(exists); g.writeEndObject()
+      case jt: JoinType if PlanCodec.joinTypes.get(PlanCodec.simpleName(jt.getClass)).contains(jt) =>
+        w.gen.writeString(PlanCodec.simpleName(jt.getClass))
+      case other => w.opaqueValue(other.asInstanceOf[AnyRef])
+    }
+    def read(r: KindReader, j: JsonNode): AnyRef =
+      if (j.isTextual) PlanCodec.joinTypes.getOrElse(j.asText(), r.fail(s"unknown join type ${j.asText()}"))
+      else if (j.has("ExistenceJoin")) ExistenceJoin(r.expr(j.get("ExistenceJoin")).asInstanceOf[Attribute])
+      else r.ref(j.get("v"))
+  }
+  object Direction extends OneOfTwo("sort direction", Ascending, "ASC", Descending, "DESC")
+  object Nulls extends OneOfTwo("null ordering", NullsFirst, "FIRST", NullsLast, "LAST")
+  object AliasId extends Item {
+    def write(w: KindWriter, v: Any): Unit = {
+      val a = v.asInstanceOf[AliasIdentifier]
+      val g = w.gen
+      g.writeStartArray(); g.writeString(a.name)
+      g.writeStartArray(); a.qualifier.foreach(g.writeString); g.writeEndArray()
+      g.writeEndArray()
+    }
+    def read(r: KindReader, j: JsonNode): AnyRef =
+      AliasIdentifier(j.get(0).asText(), Kind.many(r, j.get(1), Str))
+  }
+}
+
+/**
  * The kind of one constructor argument of a mirrored Catalyst case class: how it travels on
  * the wire (docs/wire-format.md, "Argument kinds"). Python declares the kinds of every class
- * it mirrors; the codes here and in `sparkext/codec.py` are the same strings.
+ * it mirrors; the codes here and in `sparkext/kinds.py` are the same strings. Each kind
+ * writes and reads its own values, so adding one is one declaration below: a shape
+ * ([[Kind.One]], [[Kind.Opt]], [[Kind.Many]]...) around an [[Item]].
  */
-sealed abstract class Kind(val code: String, val erasure: Class[_])
+sealed abstract class Kind(val code: String, val erasure: Class[_]) {
+  def write(w: KindWriter, v: Any): Unit
+  def read(r: KindReader, j: JsonNode): AnyRef
+}
 
 object Kind {
   private val ExprC = classOf[Expression]
@@ -27,32 +148,105 @@ object Kind {
   private val SeqC = classOf[scala.collection.Seq[_]]
   private val OptC = classOf[Option[_]]
 
-  case object Expr extends Kind("e", ExprC)
-  case object ExprOpt extends Kind("e?", OptC)
-  case object Exprs extends Kind("es", SeqC)
-  case object ExprSeqs extends Kind("ess", SeqC)
-  case object ExprPairs extends Kind("eps", SeqC)
-  case object Plan extends Kind("p", PlanC)
-  case object Plans extends Kind("ps", SeqC)
-  case object Type extends Kind("t", classOf[DataType])
-  case object Str extends Kind("s", classOf[String])
-  case object StrOpt extends Kind("s?", OptC)
-  case object Strs extends Kind("ss", SeqC)
-  case object IntK extends Kind("i", java.lang.Integer.TYPE)
-  case object IntOpt extends Kind("i?", OptC)
-  case object Ints extends Kind("is", SeqC)
-  case object LongK extends Kind("l", java.lang.Long.TYPE)
-  case object LongOpt extends Kind("l?", OptC)
-  case object DoubleK extends Kind("d", java.lang.Double.TYPE)
-  case object BoolK extends Kind("b", java.lang.Boolean.TYPE)
-  case object CharK extends Kind("c", java.lang.Character.TYPE)
-  /** Any other value: kept on the JVM, referenced by handle, shown to Python as text. */
-  case object Value extends Kind("x", classOf[Object])
-  case object ValueOpt extends Kind("x?", OptC)
-  case object Join extends Kind("jt", classOf[JoinType])
-  case object Direction extends Kind("dir", classOf[SortDirection])
-  case object Nulls extends Kind("no", classOf[NullOrdering])
-  case object AliasId extends Kind("aid", classOf[AliasIdentifier])
+  // ---- shapes --------------------------------------------------------------------------
+  // Loops rather than foreach: the encoder is on every query's path, and a closure per
+  // value would be an allocation per value.
+
+  /** One value. */
+  sealed abstract class One(code: String, item: Item, erasure: Class[_]) extends Kind(code, erasure) {
+    def write(w: KindWriter, v: Any): Unit = item.write(w, v)
+    def read(r: KindReader, j: JsonNode): AnyRef = item.read(r, j)
+  }
+
+  /** An Option: the value, or JSON null for None. */
+  sealed abstract class Opt(code: String, item: Item) extends Kind(code, OptC) {
+    def write(w: KindWriter, v: Any): Unit = v.asInstanceOf[Option[Any]] match {
+      case Some(x) => item.write(w, x)
+      case None => w.gen.writeNull()
+    }
+    def read(r: KindReader, j: JsonNode): AnyRef =
+      if (j == null || j.isNull) None else Some(item.read(r, j))
+  }
+
+  /** A Seq: a JSON array of values. */
+  sealed abstract class Many(code: String, item: Item) extends Kind(code, SeqC) {
+    def write(w: KindWriter, v: Any): Unit = writeMany(w, v, item)
+    def read(r: KindReader, j: JsonNode): AnyRef = many(r, j, item)
+  }
+
+  /** A Seq of Seqs: an array of arrays. */
+  sealed abstract class Nested(code: String, item: Item) extends Kind(code, SeqC) {
+    def write(w: KindWriter, v: Any): Unit = {
+      val g = w.gen
+      g.writeStartArray()
+      val it = v.asInstanceOf[Seq[Any]].iterator
+      while (it.hasNext) writeMany(w, it.next(), item)
+      g.writeEndArray()
+    }
+    def read(r: KindReader, j: JsonNode): AnyRef = j.asScala.map(many(r, _, item)).toSeq
+  }
+
+  /** A Seq of pairs: an array of two-element arrays. */
+  sealed abstract class Pairs(code: String, item: Item) extends Kind(code, SeqC) {
+    def write(w: KindWriter, v: Any): Unit = {
+      val g = w.gen
+      g.writeStartArray()
+      val it = v.asInstanceOf[Seq[(Any, Any)]].iterator
+      while (it.hasNext) {
+        val (a, b) = it.next()
+        g.writeStartArray(); item.write(w, a); item.write(w, b); g.writeEndArray()
+      }
+      g.writeEndArray()
+    }
+    def read(r: KindReader, j: JsonNode): AnyRef =
+      j.asScala.map(pair => (item.read(r, pair.get(0)), item.read(r, pair.get(1)))).toSeq
+  }
+
+  private def writeMany(w: KindWriter, v: Any, item: Item): Unit = {
+    val g = w.gen
+    g.writeStartArray()
+    val it = v.asInstanceOf[Seq[Any]].iterator
+    while (it.hasNext) item.write(w, it.next())
+    g.writeEndArray()
+  }
+
+  private[sparkext] def many[T](r: KindReader, j: JsonNode, item: Item): Seq[T] =
+    j.asScala.map(item.read(r, _).asInstanceOf[T]).toSeq
+
+  // ---- the kinds -----------------------------------------------------------------------
+
+  case object Expr extends One("e", Item.Expr, ExprC)
+  case object ExprOpt extends Opt("e?", Item.Expr)
+  case object Exprs extends Many("es", Item.Expr)
+  case object ExprSeqs extends Nested("ess", Item.Expr)
+  case object ExprPairs extends Pairs("eps", Item.Expr)
+  case object Plan extends One("p", Item.Plan, PlanC)
+  case object Plans extends Many("ps", Item.Plan)
+  case object Type extends One("t", Item.Type, classOf[DataType])
+  case object Str extends One("s", Item.Str, classOf[String])
+  case object StrOpt extends Opt("s?", Item.Str)
+  case object Strs extends Many("ss", Item.Str)
+  case object IntK extends One("i", Item.IntI, java.lang.Integer.TYPE)
+  case object IntOpt extends Opt("i?", Item.IntI)
+  case object Ints extends Many("is", Item.IntI)
+  case object LongK extends One("l", Item.LongI, java.lang.Long.TYPE)
+  case object LongOpt extends Opt("l?", Item.LongI)
+  case object DoubleK extends One("d", Item.DoubleI, java.lang.Double.TYPE)
+  case object BoolK extends One("b", Item.BoolI, java.lang.Boolean.TYPE)
+  case object CharK extends One("c", Item.CharI, java.lang.Character.TYPE)
+  /**
+   * Any other value: kept on the JVM, referenced by handle, shown to Python as text. A JSON
+   * null reads as null, which [[ClassCodec.build]] takes for Catalyst's default.
+   */
+  case object Value extends One("x", Item.Value, classOf[Object]) {
+    override def read(r: KindReader, j: JsonNode): AnyRef =
+      if (j == null || j.isNull) null else super.read(r, j)
+  }
+  case object ValueOpt extends Opt("x?", Item.Value)
+  case object Join extends One("jt", Item.Join, classOf[JoinType])
+  case object Direction extends One("dir", Item.Direction, classOf[SortDirection])
+  case object Nulls extends One("no", Item.Nulls, classOf[NullOrdering])
+  case object AliasId extends One("aid", Item.AliasId, classOf[AliasIdentifier])
 
   val all: Seq[Kind] = Seq(Expr, ExprOpt, Exprs, ExprSeqs, ExprPairs, Plan, Plans, Type, Str,
     StrOpt, Strs, IntK, IntOpt, Ints, LongK, LongOpt, DoubleK, BoolK, CharK, Value, ValueOpt,

@@ -9,9 +9,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.core.{JsonEncoding, JsonGenerator}
 import com.fasterxml.jackson.core.io.SerializedString
 
-import org.apache.spark.sql.catalyst.AliasIdentifier
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
@@ -134,6 +132,15 @@ final class PlanEncoder(spec: MirrorSpec) {
     i
   }
 
+  /** What an argument kind writes its values with: this call's generator and tables. */
+  private val writer: KindWriter = new KindWriter {
+    def gen: JsonGenerator = g
+    def expr(e: Expression): Unit = PlanEncoder.this.expr(e)
+    def node(p: LogicalPlan): Unit = PlanEncoder.this.node(p)
+    def typeId(t: DataType): Int = PlanEncoder.this.typeId(t)
+    def opaqueValue(x: AnyRef): Unit = PlanEncoder.this.opaqueValue(x)
+  }
+
   private def mirrored(p: Product, codec: ClassCodec): Boolean =
     codec != null && p.productArity == codec.kinds.length
 
@@ -187,73 +194,10 @@ final class PlanEncoder(spec: MirrorSpec) {
     g.writeArrayFieldStart("p")
     var i = 0
     while (i < codec.kinds.length) {
-      value(p.productElement(i), codec.kinds(i))
+      codec.kinds(i).write(writer, p.productElement(i))
       i += 1
     }
     g.writeEndArray()
-  }
-
-  private def value(v: Any, kind: Kind): Unit = kind match {
-    case Kind.Expr => expr(v.asInstanceOf[Expression])
-    case Kind.ExprOpt => v.asInstanceOf[Option[Expression]] match {
-      case Some(e) => expr(e)
-      case None => g.writeNull()
-    }
-    case Kind.Exprs => exprs(v.asInstanceOf[Seq[Expression]])
-    case Kind.ExprSeqs =>
-      g.writeStartArray(); v.asInstanceOf[Seq[Seq[Expression]]].foreach(exprs); g.writeEndArray()
-    case Kind.ExprPairs =>
-      g.writeStartArray()
-      v.asInstanceOf[Seq[(Expression, Expression)]].foreach { case (a, b) =>
-        g.writeStartArray(); expr(a); expr(b); g.writeEndArray()
-      }
-      g.writeEndArray()
-    case Kind.Plan => node(v.asInstanceOf[LogicalPlan])
-    case Kind.Plans =>
-      g.writeStartArray(); v.asInstanceOf[Seq[LogicalPlan]].foreach(node); g.writeEndArray()
-    case Kind.Type => g.writeNumber(typeId(v.asInstanceOf[DataType]))
-    case Kind.Str => g.writeString(v.asInstanceOf[String])
-    case Kind.StrOpt => v.asInstanceOf[Option[String]] match {
-      case Some(s) => g.writeString(s)
-      case None => g.writeNull()
-    }
-    case Kind.Strs =>
-      g.writeStartArray(); v.asInstanceOf[Seq[String]].foreach(g.writeString); g.writeEndArray()
-    case Kind.IntK => g.writeNumber(v.asInstanceOf[Int])
-    case Kind.IntOpt => v.asInstanceOf[Option[Any]] match {
-      case Some(i) => g.writeNumber(i.asInstanceOf[Int])
-      case None => g.writeNull()
-    }
-    case Kind.Ints =>
-      g.writeStartArray(); v.asInstanceOf[Seq[Any]].foreach(i => g.writeNumber(i.asInstanceOf[Int]))
-      g.writeEndArray()
-    case Kind.LongK => g.writeNumber(v.asInstanceOf[Long])
-    case Kind.LongOpt => v.asInstanceOf[Option[Any]] match {
-      case Some(l) => g.writeNumber(l.asInstanceOf[Long])
-      case None => g.writeNull()
-    }
-    case Kind.DoubleK => g.writeNumber(v.asInstanceOf[Double])
-    case Kind.BoolK => g.writeBoolean(v.asInstanceOf[Boolean])
-    case Kind.CharK => g.writeString(v.asInstanceOf[Char].toString)
-    case Kind.Value => opaqueValue(v.asInstanceOf[AnyRef])
-    case Kind.ValueOpt => v.asInstanceOf[Option[AnyRef]] match {
-      case Some(x) => opaqueValue(x)
-      case None => g.writeNull()
-    }
-    case Kind.Join => v match {
-      case ExistenceJoin(exists) =>
-        g.writeStartObject(); g.writeFieldName("ExistenceJoin"); expr(exists); g.writeEndObject()
-      case jt: JoinType if PlanCodec.joinTypes.get(PlanCodec.simpleName(jt.getClass)).contains(jt) =>
-        g.writeString(PlanCodec.simpleName(jt.getClass))
-      case other => opaqueValue(other.asInstanceOf[AnyRef])
-    }
-    case Kind.Direction => g.writeString(if (v == Ascending) "ASC" else "DESC")
-    case Kind.Nulls => g.writeString(if (v == NullsFirst) "FIRST" else "LAST")
-    case Kind.AliasId =>
-      val a = v.asInstanceOf[AliasIdentifier]
-      g.writeStartArray(); g.writeString(a.name)
-      g.writeStartArray(); a.qualifier.foreach(g.writeString); g.writeEndArray()
-      g.writeEndArray()
   }
 
   private def opaqueValue(x: AnyRef): Unit = {
@@ -265,10 +209,6 @@ final class PlanEncoder(spec: MirrorSpec) {
   }
 
   // ---- expressions -------------------------------------------------------------------------
-
-  private def exprs(es: Seq[Expression]): Unit = {
-    g.writeStartArray(); es.foreach(expr); g.writeEndArray()
-  }
 
   private def expr(e: Expression): Unit = e match {
     case a: AttributeReference =>

@@ -4,9 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.JsonNode
 
-import org.apache.spark.sql.catalyst.AliasIdentifier
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.trees.TreeNode
 import org.apache.spark.sql.internal.SQLConf
@@ -74,7 +72,7 @@ final class PlanRebuilder(spec: MirrorSpec, call: EncodedCall, types: IndexedSeq
     val a = new Array[AnyRef](codec.kinds.length)
     var i = 0
     while (i < a.length) {
-      a(i) = value(p.get(i), codec.kinds(i))
+      a(i) = codec.kinds(i).read(reader, p.get(i))
       i += 1
     }
     codec.build(a)
@@ -83,45 +81,13 @@ final class PlanRebuilder(spec: MirrorSpec, call: EncodedCall, types: IndexedSeq
   private def opt[T](j: JsonNode)(f: JsonNode => T): Option[T] =
     if (j == null || j.isNull) None else Some(f(j))
 
-  private def seq[T](j: JsonNode)(f: JsonNode => T): Seq[T] = j.asScala.map(f).toSeq
-
-  private def value(j: JsonNode, kind: Kind): AnyRef = kind match {
-    case Kind.Expr => expr(j)
-    case Kind.ExprOpt => opt(j)(expr)
-    case Kind.Exprs => seq(j)(expr)
-    case Kind.ExprSeqs => seq(j)(seq(_)(expr))
-    case Kind.ExprPairs => seq(j)(pair => (expr(pair.get(0)), expr(pair.get(1))))
-    case Kind.Plan => node(j)
-    case Kind.Plans => seq(j)(node)
-    case Kind.Type => dataType(j)
-    case Kind.Str => j.asText()
-    case Kind.StrOpt => opt(j)(_.asText())
-    case Kind.Strs => seq(j)(_.asText())
-    case Kind.IntK => Int.box(StrictJson.int(j, "int"))
-    case Kind.IntOpt => opt(j)(StrictJson.int(_, "int"))
-    case Kind.Ints => seq(j)(StrictJson.int(_, "int"))
-    case Kind.LongK => Long.box(StrictJson.long(j, "long"))
-    case Kind.LongOpt => opt(j)(StrictJson.long(_, "long"))
-    case Kind.DoubleK => Double.box(StrictJson.number(j, "double"))
-    case Kind.BoolK => Boolean.box(StrictJson.bool(j, "boolean"))
-    case Kind.CharK => Char.box(j.asText().charAt(0))
-    case Kind.Value => if (j == null || j.isNull) null else ref(j.get("v"))
-    case Kind.ValueOpt => opt(j)(v => ref(v.get("v")))
-    case Kind.Join =>
-      if (j.isTextual) PlanCodec.joinTypes.getOrElse(j.asText(), fail(s"unknown join type ${j.asText()}"))
-      else if (j.has("ExistenceJoin")) ExistenceJoin(expr(j.get("ExistenceJoin")).asInstanceOf[Attribute])
-      else ref(j.get("v"))
-    case Kind.Direction => j.asText() match {
-      case "ASC" => Ascending
-      case "DESC" => Descending
-      case other => fail(s"unknown sort direction $other")
-    }
-    case Kind.Nulls => j.asText() match {
-      case "FIRST" => NullsFirst
-      case "LAST" => NullsLast
-      case other => fail(s"unknown null ordering $other")
-    }
-    case Kind.AliasId => AliasIdentifier(j.get(0).asText(), seq(j.get(1))(_.asText()))
+  /** What an argument kind reads its values with: this call's tables. */
+  private val reader: KindReader = new KindReader {
+    def expr(j: JsonNode): Expression = PlanRebuilder.this.expr(j)
+    def node(j: JsonNode): LogicalPlan = PlanRebuilder.this.node(j)
+    def dataType(j: JsonNode): DataType = PlanRebuilder.this.dataType(j)
+    def ref(j: JsonNode): AnyRef = PlanRebuilder.this.ref(j)
+    def fail(msg: String): Nothing = PlanRebuilder.this.fail(msg)
   }
 
   private def dataType(j: JsonNode): DataType = {
@@ -145,7 +111,7 @@ final class PlanRebuilder(spec: MirrorSpec, call: EncodedCall, types: IndexedSeq
     }
   }
 
-  private def strings(j: JsonNode): Seq[String] = seq(j)(_.asText())
+  private def strings(j: JsonNode): Seq[String] = Kind.many(reader, j, Item.Str)
 
   def expr(j: JsonNode): Expression = {
     val a = j.get("a")
