@@ -65,6 +65,7 @@ from sparkext.plan import (
     Union,
 )
 from sparkext.predicates import (
+    CONSTANT_COMPARISONS,
     blind_to_normalisation,
     contains_aggregate,
     contains_correlated_subquery,
@@ -187,10 +188,6 @@ def equality_inferences(exprs) -> list[Expression]:
     return [p for p in simplified if p is not None]
 
 
-_COMPARE = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
-            "LessThanOrEqual": lambda x, y: x <= y, "GreaterThan": lambda x, y: x > y,
-            "GreaterThanOrEqual": lambda x, y: x >= y}
-
 # What a comparison of a deterministic expression with itself gives for a non-NULL value:
 # true for =, <=, >= (Spark compares NaN = NaN as true, and NaN <= NaN), false for < and >.
 # For a NULL value every one of them is NULL; <=> is true either way.
@@ -270,7 +267,7 @@ def _is_bool(e: Expression, value: bool) -> bool:
 
 
 def _compare_literals(c) -> Literal | None:
-    left, right, op = c.left, c.right, _COMPARE.get(type(c).__name__)
+    left, right, op = c.left, c.right, CONSTANT_COMPARISONS.get(type(c).__name__)
     if not (op and isinstance(left, Literal) and isinstance(right, Literal)) \
             or left.data_type != right.data_type or left.value is None or right.value is None:
         return None

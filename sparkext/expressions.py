@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import decimal
 import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -628,15 +629,35 @@ class BinaryArithmetic(BinaryOperator):
                 return x, value, c_is_left
         return None
 
+    def _exact(self, x: Expression, scale_of_exact) -> bool:
+        """Whether the result keeps every digit of the exact result, so that distinct ``x``
+        give distinct results. Decimal arithmetic does not always: when the exact result
+        would need more than 38 digits, Spark lowers its scale and rounds
+        (``spark.sql.decimalOperations.allowPrecisionLoss``), so ``x + 0.01`` with ``x``
+        a DECIMAL(38,18) rounds to 17 digits and two ``x`` meet. Rounding still keeps the
+        order, so the function stays monotonic, only not strictly. ``scale_of_exact``:
+        (scale of x, scale of the constant) -> the exact result's scale."""
+        result = type_or_none(self)
+        if result is None or not result.is_decimal:
+            return True  # integral and datetime arithmetic is exact (ANSI: it raises)
+        other = self.right if self.left is x else self.left
+        ps = [t.precision_scale for t in (type_or_none(x), type_or_none(other), result)]
+        if any(p is None for p in ps):
+            return False
+        (_, xs), (_, cs), (_, rs) = ps
+        return rs >= scale_of_exact(xs, cs)
+
 
 @mirror(_C + "Add", pattern="BINARY_ARITHMETIC")
 class Add(BinaryArithmetic):
     symbol = "+"
 
     def ordering_fact(self) -> OrderingFact | None:
-        # x + c and c + x: increasing, strictly (ANSI: no wrap-around).
+        # x + c and c + x: increasing (ANSI: no wrap-around), strictly unless a decimal
+        # result rounds.
         found = self._operand_and_constant()
-        return found and OrderingFact(found[0], increasing=True, strict=True)
+        return found and OrderingFact(found[0], increasing=True,
+                                      strict=self._exact(found[0], max))
 
 
 @mirror(_C + "Subtract", pattern="BINARY_ARITHMETIC")
@@ -644,9 +665,11 @@ class Subtract(BinaryArithmetic):
     symbol = "-"
 
     def ordering_fact(self) -> OrderingFact | None:
-        # x - c increases with x, c - x decreases; strictly both (ANSI: no wrap-around).
+        # x - c increases with x, c - x decreases (ANSI: no wrap-around); strictly both
+        # unless a decimal result rounds.
         found = self._operand_and_constant()
-        return found and OrderingFact(found[0], increasing=not found[2], strict=True)
+        return found and OrderingFact(found[0], increasing=not found[2],
+                                      strict=self._exact(found[0], max))
 
 
 @mirror(_C + "Multiply", pattern="BINARY_ARITHMETIC")
@@ -654,9 +677,11 @@ class Multiply(BinaryArithmetic):
     symbol = "*"
 
     def ordering_fact(self) -> OrderingFact | None:
-        # x * c and c * x, c != 0: strictly, increasing when c > 0 (ANSI: no wrap-around).
+        # x * c and c * x, c != 0: increasing when c > 0 (ANSI: no wrap-around); strictly
+        # unless a decimal result rounds (the exact product has the scales' sum).
         found = self._operand_and_constant(_nonzero_number)
-        return found and OrderingFact(found[0], increasing=found[1] > 0, strict=True)
+        return found and OrderingFact(found[0], increasing=found[1] > 0,
+                                      strict=self._exact(found[0], operator.add))
 
 
 def _nonzero_number(v) -> bool:

@@ -27,7 +27,6 @@ from sparkext.expressions import (
     Expression,
     If,
     In,
-    InSet,
     IsNaN,
     IsNotNull,
     IsNull,
@@ -166,7 +165,10 @@ def semantic_set(exprs: Iterable[Expression]) -> set:
 # Predicates whose result is the same for every representative of a class of values that
 # compare equal: Spark compares floating point with -0.0 = 0.0 and NaN = NaN (and NaN above
 # every other value), so a comparison cannot tell -0.0 from 0.0 or one NaN from another.
-_NORMALISATION_BLIND = (BinaryComparison, IsNull, IsNotNull, IsNaN, In, InSet)
+# InSet is left out: it looks values up in a hash set, and whether that set puts -0.0 and
+# 0.0 together has not been checked on every Spark line (In compares with EqualTo's
+# semantics, so it is in).
+_NORMALISATION_BLIND = (BinaryComparison, IsNull, IsNotNull, IsNaN, In)
 
 
 def float_keys(attrs: Iterable[AttributeReference]) -> frozenset:
@@ -226,10 +228,11 @@ def blind_to_normalisation(e: Expression, ids: frozenset) -> bool:
 _ANY = object()
 _UNKNOWN = frozenset({_ANY})
 _BOOLEANS = frozenset({True, False, None})
-_CONSTANT_COMPARE = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
-                     "LessThanOrEqual": lambda x, y: x <= y,
-                     "GreaterThan": lambda x, y: x > y,
-                     "GreaterThanOrEqual": lambda x, y: x >= y}
+#: Catalyst comparison class name -> the comparison on two non-NULL constants.
+CONSTANT_COMPARISONS = {"EqualTo": lambda x, y: x == y, "LessThan": lambda x, y: x < y,
+                        "LessThanOrEqual": lambda x, y: x <= y,
+                        "GreaterThan": lambda x, y: x > y,
+                        "GreaterThanOrEqual": lambda x, y: x >= y}
 
 
 def rejects_nulls(c: Expression, ids: frozenset) -> bool:
@@ -355,7 +358,7 @@ def _compare_constants(op: str, x, y) -> frozenset:
     otherwise, nor floating point); else unknown."""
     if x is None or y is None:
         return frozenset({None})
-    compare = _CONSTANT_COMPARE.get(op)
+    compare = CONSTANT_COMPARISONS.get(op)
     if compare is None or x is _ANY or y is _ANY or type(x) is not type(y) \
             or not isinstance(x, (bool, int)):
         return _UNKNOWN

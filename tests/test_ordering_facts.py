@@ -8,6 +8,8 @@ after ``f(a)``)."""
 
 from __future__ import annotations
 
+import decimal
+
 import pytest
 
 from sparkext import expressions as E
@@ -22,6 +24,7 @@ from sparkext.expressions import (
     DateAdd,
     DateSub,
     Floor,
+    Literal,
     Multiply,
     OrderingFact,
     Subtract,
@@ -49,6 +52,12 @@ i, lng, f = col("i", 1, T.INT), col("lng", 2, T.LONG), col("f", 3, T.DOUBLE)
 dec = col("dec", 4, T.decimal(10, 2))
 d, ts, ntz = col("d", 5, T.DATE), col("ts", 6, T.TIMESTAMP), col("ntz", 7, T.TIMESTAMP_NTZ)
 days = col("days", 8, T.INT)
+# A decimal as wide as Spark allows: arithmetic on it rounds (precision loss).
+wide = col("wide", 9, T.decimal(38, 18))
+
+
+def dec_lit(text, precision, scale):
+    return Literal(decimal.Decimal(text), T.decimal(precision, scale))
 
 INC_STRICT, DEC_STRICT, INC = (True, True), (False, True), (True, False)
 
@@ -60,11 +69,17 @@ CASES = {
         ("x + c wraps around without ANSI", Add(i, lit(1), LEGACY, _type=T.INT), None),
         ("x + c in floating point (NaN, -0.0)", Add(f, lit(1.0), ANSI, _type=T.DOUBLE), None),
         ("x + y: no constant", Add(i, days, ANSI, _type=T.INT), None),
+        ("decimal x + c keeping every digit",
+         Add(dec, dec_lit("0.01", 3, 2), ANSI, _type=T.decimal(11, 2)), (dec, INC_STRICT)),
+        ("decimal x + c rounded to fewer digits: two x meet",
+         Add(wide, dec_lit("0.01", 3, 2), ANSI, _type=T.decimal(38, 17)), (wide, INC)),
     ],
     "Subtract": [
         ("x - c under ANSI", Subtract(i, lit(1), ANSI, _type=T.INT), (i, INC_STRICT)),
         ("c - x under ANSI", Subtract(lit(10), i, ANSI, _type=T.INT), (i, DEC_STRICT)),
         ("c - x wraps around without ANSI", Subtract(lit(10), i, LEGACY, _type=T.INT), None),
+        ("decimal x - c rounded to fewer digits: two x meet",
+         Subtract(wide, dec_lit("0.01", 3, 2), ANSI, _type=T.decimal(38, 17)), (wide, INC)),
     ],
     "Multiply": [
         ("x * positive under ANSI", Multiply(i, lit(2), ANSI, _type=T.INT), (i, INC_STRICT)),
@@ -72,6 +87,10 @@ CASES = {
         ("x * negative under ANSI", Multiply(i, lit(-2), ANSI, _type=T.INT), (i, DEC_STRICT)),
         ("x * 0 is constant", Multiply(i, lit(0), ANSI, _type=T.INT), None),
         ("x * c wraps around without ANSI", Multiply(i, lit(2), LEGACY, _type=T.INT), None),
+        ("decimal x * c keeping every digit",
+         Multiply(dec, dec_lit("2", 1, 0), ANSI, _type=T.decimal(12, 2)), (dec, INC_STRICT)),
+        ("decimal x * c rounded to fewer digits: two x meet",
+         Multiply(wide, dec_lit("1.5", 2, 1), ANSI, _type=T.decimal(38, 18)), (wide, INC)),
     ],
     "UnaryMinus": [
         ("-x failing on overflow", UnaryMinus(i, True), (i, DEC_STRICT)),

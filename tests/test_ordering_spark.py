@@ -50,9 +50,14 @@ def sources(spark, tables):
     with conf(spark, {"spark.sparkext.enabled": "false"}):
         people_by_id = spark.table("people").orderBy("id").cache()
         people_by_id.count()
+        # w: DECIMAL(38,18) values that differ only in their 18th decimal digit.
+        by_wide_ts = events.select(F.expr(
+            "CAST(CONCAT('0.', LPAD(CAST(eid % 10 AS STRING), 18, '0')) AS DECIMAL(38,18))"
+        ).alias("w"), "ts").orderBy("w", "ts").cache()
+        by_wide_ts.count()
     yield {"by_ts": by_ts, "by_host_ts": by_host_ts, "checkpointed": checkpointed,
-           "people_by_id": people_by_id, "events": events}
-    for df in (by_ts, by_host_ts, people_by_id):
+           "people_by_id": people_by_id, "events": events, "by_wide_ts": by_wide_ts}
+    for df in (by_ts, by_host_ts, people_by_id, by_wide_ts):
         df.unpersist()
 
 
@@ -191,6 +196,10 @@ NECESSARY = {
         lambda s: s["events"].orderBy("kind").sortWithinPartitions("ts"), None),
     "floating point arithmetic on the key": (
         lambda s: s["people_by_id"].orderBy(F.col("id") + F.lit(0.5), "name"), ["id"]),
+    "decimal arithmetic that rounds (precision over 38): ties on it reorder the next key": (
+        lambda s: s["by_wide_ts"].select(
+            (F.col("w") + F.lit(0.01).cast("decimal(3,2)")).alias("z"), "ts").orderBy("z", "ts"),
+        ["z", "ts"]),
 }
 
 
