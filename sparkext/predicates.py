@@ -172,25 +172,28 @@ _NORMALISATION_BLIND = (BinaryComparison, IsNull, IsNotNull, IsNaN, In)
 
 
 def float_keys(attrs: Iterable[AttributeReference]) -> frozenset:
-    """The ids of the columns among ``attrs`` whose values grouping normalises (a float or
-    double, or a nested type holding one)."""
-    return frozenset(a.expr_id for a in attrs if a.data_type.has_floating_point)
+    """The ids of the columns among ``attrs`` whose values grouping normalises: those whose
+    equal values are not all the same value (``DataType.equality_is_identity``): a float
+    or double, a string under a collation other than UTF8_BINARY (``'A' = 'a'`` in
+    UTF8_LCASE), or a nested type holding one."""
+    return frozenset(a.expr_id for a in attrs if not a.data_type.equality_is_identity)
 
 
 def normalised_columns(grouping: Iterable[Expression]) -> frozenset:
-    """The ids of the floating-point columns whose values grouping by ``grouping``
-    normalises: those read by a grouping expression of a floating-point type. Everything
-    the grouping node outputs is computed from the normalised key, so below it a
-    predicate must not tell their values apart (grouping by ``CAST(d AS STRING)``
-    normalises nothing: -0.0 and 0.0 are two keys)."""
-    return frozenset(a.expr_id for g in grouping if g.data_type.has_floating_point
+    """The ids of the columns whose values grouping by ``grouping`` normalises: those
+    (floating point, collated strings: :func:`float_keys`) read by a grouping expression
+    whose own equality is not identity. Everything the grouping node outputs is computed
+    from the normalised key, so below it a predicate must not tell their values apart
+    (grouping by ``CAST(d AS STRING)`` normalises nothing: -0.0 and 0.0 are two keys)."""
+    return frozenset(a.expr_id for g in grouping if not g.data_type.equality_is_identity
                      for a in g.walk() if isinstance(a, AttributeReference)
-                     and a.data_type.has_floating_point)
+                     and not a.data_type.equality_is_identity)
 
 
 def blind_to_normalisation(e: Expression, ids: frozenset) -> bool:
     """Whether ``e`` gives the same result whichever representative of its equality class
-    (``-0.0`` or ``0.0``; one NaN or another) each column of ``ids`` holds.
+    (``-0.0`` or ``0.0``; one NaN or another; ``'A'`` or ``'a'`` under UTF8_LCASE) each
+    column of ``ids`` holds.
 
     Grouping (Aggregate, Distinct, Deduplicate, a Window's partitions) puts ``-0.0`` and
     ``0.0`` in one group, and all NaNs in one, and outputs one value for the group: a
@@ -208,7 +211,9 @@ def blind_to_normalisation(e: Expression, ids: frozenset) -> bool:
             return consumed_by_comparison or x.expr_id not in ids
         if not (x.references & ids):
             return True
-        if isinstance(x, Cast) and x.to.is_numeric:
+        if isinstance(x, Cast) and x.to.is_numeric and x.child.data_type.has_floating_point:
+            # Equal floating-point values cast to equal numbers; strings that a collation
+            # calls equal need not (one may parse as a number, the other not).
             return blind(x.child, consumed_by_comparison)
         if isinstance(x, OpaqueExpression) and x.references_ is not None:
             return False  # a subquery reading the column: what it does with it is unknown

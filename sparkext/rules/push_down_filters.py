@@ -38,7 +38,9 @@ floating-point key (float, double, or a nested type holding one) reaches the con
 root only through a comparison (``=, <, <=, >, >=, <=>``, ``IN``), ``IsNull``,
 ``IsNotNull`` or ``IsNaN``, with nothing but casts to numeric types on the way. Catalyst
 pushes ``CAST(d AS STRING) = '0.0'`` below ``GROUP BY d`` and counts one row of three
-(tests/corpus/catalyst_wrong.py).
+(tests/corpus/catalyst_wrong.py). A string key under a collation other than UTF8_BINARY is
+normalised the same way (``'A'`` and ``'a'`` are one key under UTF8_LCASE); for it no cast
+passes (two strings the collation calls equal may cast to different numbers).
 
 A conjunct with a subquery never moves next to attributes of the subquery's own output ids
 (the subquery's rewrite into a join would see them twice), nor into a join condition.

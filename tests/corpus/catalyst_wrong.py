@@ -36,6 +36,12 @@ def nans(s: SparkSession) -> DataFrame:
          .otherwise(F.col("v")).alias("d"), "x")
 
 
+def lcase(s: SparkSession) -> DataFrame:
+    """'A' once and 'a' twice under UTF8_LCASE: one partitioning key, three rows."""
+    return s.sql("SELECT k COLLATE UTF8_LCASE AS k, x "
+                 "FROM VALUES ('A', 1), ('a', 2), ('a', 3) AS t(k, x)")
+
+
 # Grouping normalises -0.0 to 0.0: a filter that tells them apart must stay above it.
 
 @case
@@ -121,3 +127,16 @@ def constraint_carried_up_through_grouping(s):
         .select(F.col("d").cast("string").alias("s"), "count")
     other = s.createDataFrame([("0.0", 1), ("-0.0", 2)], "t string, y int")
     return keys.join(other, F.col("s") == F.col("t"))
+
+
+# A collation other than UTF8_BINARY groups 'A' with 'a': a filter that compares under
+# the binary collation tells them apart. (A window keeps each row's own value, so the
+# expected rows do not depend on which one grouping would output.)
+
+@case
+def binary_filter_after_window_partitioned_by_lcase_string(s):
+    return (lcase(s).withColumn("n", F.count("*").over(Window.partitionBy("k")))
+            .where("k COLLATE UTF8_BINARY = 'a'"))
+
+
+EXPECTED["binary_filter_after_window_partitioned_by_lcase_string"] = [("a", 2, 3), ("a", 3, 3)]
