@@ -69,8 +69,8 @@ from sparkext.predicates import (
     blind_to_normalisation,
     contains_aggregate,
     contains_correlated_subquery,
-    float_keys,
     normalised_columns,
+    normalised_keys,
     replace_attributes,
     split_conjuncts,
 )
@@ -372,7 +372,7 @@ def _grouped(child, keys, ids=frozenset()) -> list[Expression]:
     outputs for each group: grouping outputs one representative of ``-0.0``/``0.0`` and of
     the NaNs, so a predicate that can tell them apart (``CAST(d AS STRING) = '-0.0'``) holds
     below and not above. ``keys``: the grouping columns; ``ids``: more column ids."""
-    ids = float_keys(keys) | ids
+    ids = normalised_keys(keys) | ids
     return [c for c in child if blind_to_normalisation(c, ids)]
 
 

@@ -171,7 +171,7 @@ def semantic_set(exprs: Iterable[Expression]) -> set:
 _NORMALISATION_BLIND = (BinaryComparison, IsNull, IsNotNull, IsNaN, In)
 
 
-def float_keys(attrs: Iterable[AttributeReference]) -> frozenset:
+def normalised_keys(attrs: Iterable[AttributeReference]) -> frozenset:
     """The ids of the columns among ``attrs`` whose values grouping normalises: those whose
     equal values are not all the same value (``DataType.equality_is_identity``): a float
     or double, a string under a collation other than UTF8_BINARY (``'A' = 'a'`` in
@@ -181,7 +181,7 @@ def float_keys(attrs: Iterable[AttributeReference]) -> frozenset:
 
 def normalised_columns(grouping: Iterable[Expression]) -> frozenset:
     """The ids of the columns whose values grouping by ``grouping`` normalises: those
-    (floating point, collated strings: :func:`float_keys`) read by a grouping expression
+    (floating point, collated strings: :func:`normalised_keys`) read by a grouping expression
     whose own equality is not identity. Everything the grouping node outputs is computed
     from the normalised key, so below it a predicate must not tell their values apart
     (grouping by ``CAST(d AS STRING)`` normalises nothing: -0.0 and 0.0 are two keys)."""

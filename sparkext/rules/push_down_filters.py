@@ -106,8 +106,8 @@ from sparkext.predicates import (
     contains_aggregate,
     contains_subquery,
     deterministic_prefix,
-    float_keys,
     normalised_columns,
+    normalised_keys,
     rejects_nulls,
     replace_aliases,
     replace_attributes,
@@ -204,7 +204,7 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
             keys = [p for p in parts if isinstance(p, AttributeReference)]
             key_ids = frozenset(p.expr_id for p in keys)
             return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b),
-                           grouped=float_keys(keys))
+                           grouped=normalised_keys(keys))
 
         case Generate(generator=gen) if gen.deterministic:
             return through(anything, lambda b: child.copy(child=b))
@@ -220,11 +220,11 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
         case Deduplicate(keys=keys):
             key_ids = frozenset(k.expr_id for k in keys)
             return through(lambda c: c.references <= key_ids, lambda b: child.copy(child=b),
-                           grouped=float_keys(keys))
+                           grouped=normalised_keys(keys))
 
         case Distinct():
             return through(anything, lambda b: child.copy(child=b),
-                           grouped=float_keys(child.output))
+                           grouped=normalised_keys(child.output))
 
         case _ if child.commutes_with_filters:
             return through(anything, lambda b: child.with_new_children([b]))
