@@ -71,6 +71,26 @@ final class Registration(
 }
 
 /**
+ * A set of queries, each known by the planning tracker of the thread optimizing it
+ * (Catalyst optimizes a query's subqueries within the same tracker, one optimizer call
+ * each); held weakly, so a finished query leaves it.
+ */
+final class QueryMarks {
+  private val marked = new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]()
+
+  /** Marks the query being optimized on this thread; whether it was not marked yet (always
+   *  true for a call outside any query: no tracker, e.g. `Sparkext.applyRules`). */
+  def mark(): Boolean = QueryPlanningTracker.get match {
+    case Some(t) => marked.synchronized(marked.put(t, java.lang.Boolean.TRUE) == null)
+    case None => true
+  }
+
+  /** Whether the query being optimized on this thread is marked. */
+  def isMarked: Boolean =
+    QueryPlanningTracker.get.exists(t => marked.synchronized(marked.containsKey(t)))
+}
+
+/**
  * The circuit breaker of one registration (docs/design.md, "Timeouts"). A call that timed
  * out opens it: Python is skipped for the rest of that query (its planning tracker) and,
  * for `spark.sparkext.cooldownMs`, for every query of the registration, so a runaway rule
@@ -80,7 +100,7 @@ final class Registration(
  * where it cannot be cancelled): at most one such call per registration.
  */
 final class Breaker {
-  private val tripped = new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]()
+  private val tripped = new QueryMarks
   /** `System.nanoTime` until which every query skips Python; 0 when closed. */
   @volatile private var openUntil = 0L
   /** The call abandoned last, while the cool-down runs (0: none). */
@@ -88,7 +108,7 @@ final class Breaker {
 
   /** Records the timeout of call `callId` in the query being optimized on this thread. */
   def trip(callId: Long, cooldownMs: Long): Unit = synchronized {
-    QueryPlanningTracker.get.foreach(t => tripped.synchronized(tripped.put(t, java.lang.Boolean.TRUE)))
+    tripped.mark()
     if (cooldownMs > 0) {
       abandoned = callId
       openUntil = nonZero(System.nanoTime() + cooldownMs * 1000000L)
@@ -100,8 +120,7 @@ final class Breaker {
    * abandoned call still runs; it is asked once per cool-down that ends, by one thread.
    */
   def isOpen(cooldownMs: Long, stillRunning: Long => Boolean): Boolean = {
-    val inTrippedQuery = QueryPlanningTracker.get.exists(t => tripped.synchronized(tripped.containsKey(t)))
-    if (inTrippedQuery) return true
+    if (tripped.isMarked) return true
     if (openUntil == 0L) return false
     synchronized {
       if (openUntil == 0L) return false
@@ -140,18 +159,14 @@ final class SessionBridge {
 
   def forget(): Unit = memos.values.foreach(_.set(null))
 
-  // The queries that warned already, by their planning tracker: Catalyst optimizes a
-  // query's subqueries within the same tracker, one optimizer call each.
-  private val warned = new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]()
+  /** The queries that warned already. */
+  private val warned = new QueryMarks
 
   /**
    * Whether the query being optimized on this thread has not warned yet (and now has). A
-   * call outside any query (no tracker: `Sparkext.applyRules`) always warns.
+   * call outside any query always warns.
    */
-  def firstWarningOfQuery(): Boolean = QueryPlanningTracker.get match {
-    case Some(tracker) => warned.synchronized(warned.put(tracker, java.lang.Boolean.TRUE) == null)
-    case None => true
-  }
+  def firstWarningOfQuery(): Boolean = warned.mark()
 }
 
 /**
