@@ -122,8 +122,10 @@ class RuleBridge:
                 result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
                                           catalyst_excluded=decoded.catalyst_excluded,
                                           cancelled=call.cancelled.is_set)
-            except Cancelled as e:  # the JVM is gone: this answer only closes the call
-                return error_document("cancelled", e.rule, str(e))
+            except Cancelled:  # the JVM is gone: this answer only closes the call
+                return error_document("cancelled", call.rule or None,
+                                      f"cancelled by the JVM while rule '{call.rule}' ran"
+                                      if call.rule else "cancelled by the JVM")
             except RuleError as e:
                 return failed("rule", e.rule,
                               str(e.cause) if e.cause is not None else e.message, e)

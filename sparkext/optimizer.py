@@ -111,12 +111,8 @@ class Batch:
 
 class Cancelled(Exception):
     """The JVM abandoned the call (its timeout passed): the executor stops at the next rule
-    boundary instead of running the remaining rules and iterations for nobody."""
-
-    def __init__(self, rule: str | None):
-        super().__init__(f"cancelled by the JVM while rule '{rule}' ran" if rule
-                         else "cancelled by the JVM")
-        self.rule = rule
+    boundary instead of running the remaining rules and iterations for nobody. (Which rule
+    ran last is what ``on_rule`` was told.)"""
 
 
 class RuleError(Exception):
@@ -177,7 +173,6 @@ class RuleExecutor:
         fixed-point rounds too): once it is true, :class:`Cancelled` is raised. A rule that
         never returns is not stopped by it (docs/design.md, "Timeouts")."""
         result = Result(plan)
-        last = None
         for batch in self.batches:
             rules = [r for r in batch.rules if r.name not in excluded
                      and set(r.only_when_catalyst_excludes) <= catalyst_excluded]
@@ -187,8 +182,7 @@ class RuleExecutor:
                 before_round = result.plan
                 for r in rules:
                     if cancelled is not None and cancelled():
-                        raise Cancelled(last)
-                    last = r.name
+                        raise Cancelled
                     if on_rule is not None:
                         on_rule(r.name)
                     self._apply(batch, r, result, trace)
