@@ -56,9 +56,14 @@ object RuleWorker {
       .flatMap(conf.getOption).map(_.trim).find(_.nonEmpty)
       .orElse(Option(System.getenv("PYSPARK_PYTHON")).map(_.trim).filter(_.nonEmpty))
       .getOrElse("python3")
-    /** `--py-files` that are on this machine: where rule modules may have been sent. */
+    /**
+     * Path entries for the `--py-files` on this machine, where rule modules may have been
+     * sent: a zip or egg itself, the folder of a `.py` file.
+     */
     val pyFiles: Seq[String] = conf.get("spark.submit.pyFiles", "").split(",").toSeq
       .map(_.trim.stripPrefix("file://").stripPrefix("file:")).filter(_.nonEmpty)
+      .map(f => if (f.endsWith(".py")) new java.io.File(f).getAbsoluteFile.getParent else f)
+      .distinct
     @volatile var worker: Worker = null
     /** Why the last start failed, and until when (`System.nanoTime`) no start is tried. */
     @volatile var failure: String = null
