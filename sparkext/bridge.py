@@ -8,20 +8,30 @@ an exception). Nothing raised here reaches the user's query.
 
 A call that recurses too deep for the channel's thread is answered again, from the
 start, on a deep stack (:mod:`sparkext.threads` says how and why).
+
+:func:`registration` builds a bridge and what the JVM needs to call it (the handshake, the
+channel, the rules, the mirror) from rule batches. It is the one way rules get registered:
+``sparkext.enable`` sends the result through py4j, a rule worker started by the JVM
+(:mod:`sparkext.worker`) on its stdout; the calls then arrive over a
+:class:`~sparkext.channel.Channel` either way, and are answered here.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from sparkext.codec import Decoded, encode_answer
 from sparkext.context import scoped
 from sparkext.errors import error_document
-from sparkext.optimizer import Cancelled, RuleError, RuleExecutor
+from sparkext._tree import mirror_spec
+from sparkext.optimizer import POSITIONS, Batch, Cancelled, Rule, RuleError, RuleExecutor
 from sparkext.threads import NoThread, ThreadLost, run_on_deep_stack
-from sparkext.wire import UNCHANGED_ANSWER
+from sparkext.wire import UNCHANGED_ANSWER, handshake
 
 
 class _TooDeep(Exception):
@@ -146,3 +156,76 @@ class RuleBridge:
 
     class Java:
         implements = ["io.sparkext.RuleBridge"]
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A bridge and the registration document that names it to the JVM."""
+
+    bridge: RuleBridge
+    #: every rule, in the order the executors run them
+    rules: tuple[Rule, ...]
+    #: ``{"handshake", "channel": {"address", "secret", "key"}, "rules", "mirror"}``
+    spec: dict
+
+
+def registration(batches: Iterable[Batch], channel, spark_version: str | None = None
+                 ) -> Registration:
+    """Serves ``batches`` on ``channel`` (a :class:`~sparkext.channel.Channel`) under a key
+    of their own; the document carries the channel's secret: hand it over privately."""
+    batches = tuple(batches)
+    _refuse_duplicate_names(batches)
+    executors = split_by_position(batches)
+    rules = tuple(r for e in executors.values() for r in e.rules)
+    bridge = RuleBridge(executors)
+    spec = {
+        "handshake": handshake(),
+        "channel": channel.address(channel.add(bridge)),
+        "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
+                  for r in rules],
+        "mirror": _mirror_for(spark_version),
+    }
+    return Registration(bridge, rules, spec)
+
+
+def _mirror_for(spark_version: str | None) -> list[dict]:
+    # Per-Spark-line mirrors (issue 14) make mirror_spec take the version of the JVM's
+    # Spark; until that lands here, it takes none and describes the Spark it was built for.
+    if spark_version is not None and inspect.signature(mirror_spec).parameters:
+        return mirror_spec(spark_version)
+    return mirror_spec()
+
+
+def split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:
+    executors = {}
+    for pos in POSITIONS:
+        kept = [Batch(b.name, b.strategy, tuple(r for r in b.rules if r.position == pos))
+                for b in batches]
+        kept = [b for b in kept if b.rules]
+        if kept:
+            executors[pos] = RuleExecutor(kept)
+    return executors
+
+
+def _defined_at(rule: Rule) -> str:
+    """``module:line`` of a rule's function, for messages that must tell two rules apart."""
+    fn = inspect.unwrap(rule.fn)
+    code = getattr(fn, "__code__", None)
+    where = getattr(fn, "__module__", None) or "?"
+    return f"{where}:{code.co_firstlineno}" if code is not None else f"{where}:{fn!r}"
+
+
+def _refuse_duplicate_names(batches: tuple[Batch, ...]) -> None:
+    """Two different rules under one name cannot both run: the executor and the JVM's
+    skip (by tree pattern) would each keep a different one, and
+    ``spark.sparkext.excludedRules`` could not tell them apart. The same rule in several
+    batches is fine."""
+    first: dict[str, Rule] = {}
+    for batch in batches:
+        for rule in batch.rules:
+            seen = first.setdefault(rule.name, rule)
+            if seen != rule:
+                raise ValueError(
+                    f"two different rules are named {rule.name!r}: one defined at "
+                    f"{_defined_at(seen)}, the other at {_defined_at(rule)}. Rule names must "
+                    "be unique (spark.sparkext.excludedRules uses them): rename one.")

@@ -14,7 +14,6 @@ session too (through the ``sparkext_metrics()`` table function). See docs/connec
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -27,11 +26,10 @@ from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
 
-from sparkext._tree import mirror_spec
-from sparkext.bridge import RuleBridge
+from sparkext.bridge import RuleBridge, registration
+from sparkext.bridge import split_by_position as _split_by_position  # noqa: F401 - tests
 from sparkext.channel import channel
-from sparkext.optimizer import POSITIONS, Batch, FixedPoint, Rule, RuleExecutor, as_rule
-from sparkext.wire import handshake
+from sparkext.optimizer import Batch, FixedPoint, Rule, as_rule
 
 log = logging.getLogger("sparkext")
 
@@ -286,41 +284,6 @@ class Enabled:
         return f"<sparkext enabled: {', '.join(r.name for r in self.rules)}>"
 
 
-def _split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:
-    executors = {}
-    for pos in POSITIONS:
-        kept = [Batch(b.name, b.strategy, tuple(r for r in b.rules if r.position == pos))
-                for b in batches]
-        kept = [b for b in kept if b.rules]
-        if kept:
-            executors[pos] = RuleExecutor(kept)
-    return executors
-
-
-def _defined_at(rule: Rule) -> str:
-    """``module:line`` of a rule's function, for messages that must tell two rules apart."""
-    fn = inspect.unwrap(rule.fn)
-    code = getattr(fn, "__code__", None)
-    where = getattr(fn, "__module__", None) or "?"
-    return f"{where}:{code.co_firstlineno}" if code is not None else f"{where}:{fn!r}"
-
-
-def _refuse_duplicate_names(batches: tuple[Batch, ...]) -> None:
-    """Two different rules under one name cannot both run: the executor and the JVM's
-    skip (by tree pattern) would each keep a different one, and
-    ``spark.sparkext.excludedRules`` could not tell them apart. The same rule in several
-    batches is fine."""
-    first: dict[str, Rule] = {}
-    for batch in batches:
-        for rule in batch.rules:
-            seen = first.setdefault(rule.name, rule)
-            if seen != rule:
-                raise ValueError(
-                    f"two different rules are named {rule.name!r}: one defined at "
-                    f"{_defined_at(seen)}, the other at {_defined_at(rule)}. Rule names must "
-                    "be unique (spark.sparkext.excludedRules uses them): rename one.")
-
-
 def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enabled:
     """Runs Python rules in this session's optimizer.
 
@@ -347,22 +310,12 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
             f"{EXTENSION_CLASS} is not in this session's spark.sql.extensions (the jar is "
             "loaded, the extension is not). Use sparkext.configure(SparkSession.builder) "
             "before the first getOrCreate().")
-    _refuse_duplicate_names(batches)
-    executors = _split_by_position(batches)
-    all_rules = tuple(r for e in executors.values() for r in e.rules)
-    bridge = RuleBridge(executors)
     # py4j carries the bridge object itself: it keeps it alive while the JVM's registration
-    # refers to it, and asks it which rule runs when a call times out. The calls themselves
-    # come over sparkext's own channel (sparkext/channel.py).
+    # refers to it. The calls themselves come over sparkext's own channel
+    # (sparkext/channel.py), as they do to a rule worker the JVM starts (sparkext/worker.py).
     ensure_callback_server_started(spark.sparkContext._gateway)
-    calls = channel()
-    spec = {
-        "handshake": handshake(),
-        "channel": calls.address(calls.add(bridge)),
-        "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
-                  for r in all_rules],
-        "mirror": mirror_spec(),
-    }
+    reg = registration(batches, channel())
+    bridge, all_rules, spec = reg.bridge, reg.rules, reg.spec
     try:
         answer = json.loads(registry.register(jsession, bridge, json.dumps(spec)))
     except Py4JJavaError as e:

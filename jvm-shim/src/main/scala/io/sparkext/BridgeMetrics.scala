@@ -19,6 +19,10 @@ final class BridgeMetrics {
   val skippedSamePlan = new AtomicLong
   /** Skipped because a timeout opened the registration's circuit breaker. */
   val skippedBreaker = new AtomicLong
+  /** Skipped because this driver's rule worker could not start, during the cool-down. */
+  val skippedWorker = new AtomicLong
+  /** The rule worker (`spark.sparkext.rules`) could not start, or was found dead. */
+  val workerErrors = new AtomicLong
   /** Python returned a different plan and it passed validation. */
   val accepted = new AtomicLong
   /** Python left the plan as it was. */
@@ -50,7 +54,8 @@ final class BridgeMetrics {
     "calls" -> calls, "skipped" -> skipped, "skipped_disabled" -> skippedDisabled,
     "skipped_excluded" -> skippedExcluded, "skipped_no_pattern" -> skippedNoPattern,
     "skipped_same_plan" -> skippedSamePlan,
-    "skipped_breaker" -> skippedBreaker, "accepted" -> accepted, "unchanged" -> unchanged,
+    "skipped_breaker" -> skippedBreaker, "skipped_worker" -> skippedWorker,
+    "worker_errors" -> workerErrors, "accepted" -> accepted, "unchanged" -> unchanged,
     "rejected" -> rejected, "python_errors" -> pythonErrors, "timeouts" -> timeouts,
     "encode_errors" -> encodeErrors, "encode_nanos" -> encodeNanos,
     "python_nanos" -> pythonNanos, "rebuild_nanos" -> rebuildNanos,

@@ -28,15 +28,21 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
   override val ruleName: String = s"io.sparkext.PythonRules(${position.name})"
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    val state = Sparkext.stateOrNull(session)
-    if (state == null) return plan
-    val reg = state.registration
+    val known = Sparkext.stateOrNull(session)
+    // `sparkext.enable` in this session wins over the driver's rule worker.
+    val registered = if (known == null) null else known.registration
+    if (registered == null && !RuleWorker.isConfigured(session)) return plan
+    val state = if (known != null) known else Sparkext.state(session)
+    val conf = SQLConf.get
+    val reg = if (registered != null) registered else {
+      if (!PythonRules.flag(conf, Conf.Enabled, default = true)) return plan  // no worker for it
+      RuleWorker.registration(session, state, conf)
+    }
     if (reg == null) return plan
     val rules = reg.rulesAt(position)
     if (rules.isEmpty) return plan
 
     val m = state.metrics
-    val conf = SQLConf.get
     def skip(reason: AtomicLong): LogicalPlan = {
       m.skipped.incrementAndGet()
       reason.incrementAndGet()
@@ -73,6 +79,24 @@ object PythonRules {
 
   def flag(conf: SQLConf, key: String, default: Boolean): Boolean =
     conf.getConfString(key, default.toString).trim.equalsIgnoreCase("true")
+
+  /**
+   * A failure that leaves the plan unchanged: counts it (every call), warns (once per
+   * query: a query with subqueries makes several calls, and one broken rule fails them
+   * all), or throws a [[SparkextException]] when `strict`.
+   */
+  private[sparkext] def report(session: SessionBridge, strict: Boolean, counter: AtomicLong,
+      message: String, detail: String = ""): Unit = {
+    counter.incrementAndGet()
+    val first = session.firstWarningOfQuery()
+    val short = if (message.length > 2000) message.substring(0, 2000) + " ..." else message
+    val warning = s"sparkext: $short. The query goes on with the plan unchanged " +
+      s"(${Conf.Strict}=true turns this into an error)."
+    if (first) session.metrics.recordWarning(warning)
+    if (strict) throw new SparkextException(s"sparkext: $message" + (if (detail.isEmpty) "" else s"\n$detail"))
+    if (first) log.warn(warning)
+    if (detail.nonEmpty) log.debug(detail)
+  }
 
   /** One line from Python's error document: which rule, what it raised, where. */
   def describeError(error: JsonNode): String = {
@@ -171,21 +195,9 @@ private[sparkext] final class BridgeCall(
       catch { case f: Failed => f.plan }
   }
 
-  /**
-   * Counts (every call), warns (once per query: a query with subqueries makes several
-   * calls, and one broken rule fails them all) and gives back the input plan, or throws
-   * in strict mode.
-   */
+  /** [[PythonRules.report]], then gives back the input plan. */
   private def fail(plan: LogicalPlan, counter: AtomicLong, message: String, detail: String = ""): Nothing = {
-    counter.incrementAndGet()
-    val first = session.firstWarningOfQuery()
-    val short = if (message.length > 2000) message.substring(0, 2000) + " ..." else message
-    val warning = s"sparkext: $short. The query goes on with the plan unchanged " +
-      s"(${Conf.Strict}=true turns this into an error)."
-    if (first) m.recordWarning(warning)
-    if (strict) throw new SparkextException(s"sparkext: $message" + (if (detail.isEmpty) "" else s"\n$detail"))
-    if (first) PythonRules.log.warn(warning)
-    if (detail.nonEmpty) PythonRules.log.debug(detail)
+    PythonRules.report(session, strict, counter, message, detail)
     throw new Failed(plan)
   }
 

@@ -183,7 +183,7 @@ object Sparkext {
     sessions.get(session)
   }
 
-  private def state(session: SparkSession): SessionBridge = sessions.synchronized {
+  private[sparkext] def state(session: SparkSession): SessionBridge = sessions.synchronized {
     var s = sessions.get(session)
     if (s == null) {
       s = new SessionBridge
@@ -209,15 +209,11 @@ object Sparkext {
    * classes travel as opaque nodes, and the registration's version (for [[unregister]]).
    */
   def register(session: SparkSession, bridge: RuleBridge, specJson: String): String = {
-    val spec = mapper.readTree(specJson)
-    Handshake.check(spec.get("handshake"))
-    val rules = parseRules(spec.get("rules"))
-    val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
-    val (channel, key) = parseChannel(spec.get("channel"))
+    val (registration, dropped) = compile(mapper.readTree(specJson), bridge)
     val s = state(session)
-    val version = versions.incrementAndGet()
-    s.registration = new Registration(bridge, channel, key, mirror, rules, version)
+    s.registration = registration
     s.forget()
+    val version = registration.version
     mapper.writeValueAsString(java.util.Map.of(
       "version", version,
       "dropped", dropped.map { case (name, why) =>
@@ -235,6 +231,19 @@ object Sparkext {
       s.registration = null
       s.forget()
     }
+  }
+
+  /**
+   * A registration document, as `sparkext.enable` sends it and a rule worker
+   * ([[RuleWorker]], `bridge` null) prints it, compiled; with the mirror classes this Spark
+   * cannot build.
+   */
+  private[sparkext] def compile(spec: JsonNode, bridge: RuleBridge): (Registration, Seq[(String, String)]) = {
+    Handshake.check(spec.get("handshake"))
+    val rules = parseRules(spec.get("rules"))
+    val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
+    val (channel, key) = parseChannel(spec.get("channel"))
+    (new Registration(bridge, channel, key, mirror, rules, versions.incrementAndGet()), dropped)
   }
 
   /** This jar's half of the handshake, as JSON. */

@@ -1,0 +1,105 @@
+"""``python -m sparkext.worker``: the rule worker a driver JVM starts for itself.
+
+A ``spark-sql`` script, the Thrift server, a Spark Connect server or a Scala application
+has no PySpark driver to call ``sparkext.enable``; with ``spark.sparkext.rules`` set, the
+shim starts this process instead (``jvm-shim/.../RuleWorker.scala``), once per driver, at
+the first optimizer call that needs it. Everything after the start is what
+``sparkext.enable`` does: the same :func:`sparkext.bridge.registration` (bridge, executor,
+mirror), served by the same :class:`sparkext.channel.Channel`; only who starts the
+process and how the registration reaches the JVM differ.
+
+The conversation over the pipes the JVM holds (docs/wire-format.md, "Rule worker"):
+
+  stdin, one JSON line   ``{"secret": hex, "rules": "mod:attr,...", "spark_version": v,
+                         "transport": "auto"|"tcp"}``; the secret comes this way because
+                         a command line or the environment is visible to other users
+  stdout, one JSON line  the registration, as ``sparkext.enable`` sends it through py4j,
+                         without the secret (the JVM has it)
+  stderr                 anything else: tracebacks, logging, what rules print
+
+Then the worker serves calls until its stdin closes: the JVM closes it to stop the worker,
+and the operating system closes it when the JVM exits, however it exits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Iterable
+
+from sparkext.bridge import registration
+from sparkext.channel import Channel
+from sparkext.optimizer import Batch, FixedPoint, Rule, as_rule
+
+
+class RulesNotFound(Exception):
+    """A ``spark.sparkext.rules`` entry that names nothing usable; the message says which."""
+
+
+def load_batches(entries: str) -> tuple[Batch, ...]:
+    """The batches ``spark.sparkext.rules`` names: comma-separated ``module:attribute``
+    entries, each a rule, a batch, or a list of either (rules of one entry run as one
+    batch to a fixed point, as ``sparkext.enable(spark, rules)`` runs them)."""
+    batches: list[Batch] = []
+    for entry in (e.strip() for e in entries.split(",")):
+        if not entry:
+            continue
+        module, _, attribute = entry.partition(":")
+        if not module or not attribute:
+            raise RulesNotFound(f"spark.sparkext.rules entry {entry!r} is not "
+                                "'module:attribute' (e.g. sparkext.rules:BATCHES)")
+        target = importlib.import_module(module)
+        for name in attribute.split("."):
+            try:
+                target = getattr(target, name)
+            except AttributeError:
+                raise RulesNotFound(f"spark.sparkext.rules entry {entry!r}: module {module!r} "
+                                    f"has no attribute {attribute!r}") from None
+        batches.extend(_as_batches(entry, target))
+    if not batches:
+        raise RulesNotFound("spark.sparkext.rules names no rules")
+    return tuple(batches)
+
+
+def _as_batches(entry: str, target) -> list[Batch]:
+    if isinstance(target, Batch):
+        return [target]
+    if isinstance(target, Rule) or callable(target):
+        return [Batch(entry, FixedPoint(100), (as_rule(target),))]
+    if not isinstance(target, Iterable) or isinstance(target, (str, bytes)):
+        raise RulesNotFound(f"spark.sparkext.rules entry {entry!r} is a "
+                            f"{type(target).__name__}: expected a rule, a batch or a list")
+    items = list(target)
+    if items and all(isinstance(i, Batch) for i in items):
+        return items
+    if any(isinstance(i, Batch) for i in items):
+        raise RulesNotFound(f"spark.sparkext.rules entry {entry!r} mixes batches and rules")
+    return [Batch(entry, FixedPoint(100), tuple(as_rule(i) for i in items))]
+
+
+def main() -> int:
+    # stdout carries the registration and nothing else: whatever importing the rules or
+    # running them prints goes to stderr (fd 1 too, for code below Python).
+    answer = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    config = json.loads(sys.stdin.readline() or "{}")
+    batches = load_batches(config.get("rules", ""))
+    transport = config.get("transport") or os.environ.get("SPARKEXT_CHANNEL", "auto")
+    channel = Channel(bytes.fromhex(config["secret"]), transport=transport)
+    reg = registration(batches, channel, config.get("spark_version"))
+    spec = dict(reg.spec, channel={k: v for k, v in reg.spec["channel"].items()
+                                   if k != "secret"}, pid=os.getpid())
+    answer.write(json.dumps(spec) + "\n")
+    answer.flush()
+    # Until the JVM closes the pipe (or exits); reg holds the bridge the channel holds weakly.
+    while sys.stdin.buffer.read(1 << 16):
+        pass
+    channel.close()
+    return 0 if reg.bridge is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
