@@ -95,6 +95,8 @@ class ConnectServer:
         self.name = name
         self.log_path = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
+        self._strays: list[int] = []
+        self._terminated = False
 
     def command(self) -> list[str]:
         conf = [a for k, v in self.conf.items() for a in ("--conf", f"{k}={v}")]
@@ -143,22 +145,32 @@ class ConnectServer:
     def log_tail(self, chars: int = 6000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
 
-    def stop(self) -> None:
-        """SIGTERM to the server's process group and any descendant that left it, SIGKILL
-        to what is still alive after ``STOP_TIMEOUT_S``."""
-        if self.process is None or self.process.poll() is not None:
+    def terminate(self) -> None:
+        """SIGTERM to the server's process group and to any descendant that left it;
+        returns at once (terminate several servers, then :meth:`stop` each)."""
+        if self.process is None or self.process.poll() is not None or self._terminated:
             return
-        strays = children_of(self.pid)
+        self._terminated = True
+        self._strays = children_of(self.pid)
         _signal_group(self.pid, signal.SIGTERM)
-        for pid in strays:
+        for pid in self._strays:
             _signal(pid, signal.SIGTERM)
+
+    def stop(self) -> None:
+        """Terminates the server and waits for it; SIGKILL to what is still alive after
+        ``STOP_TIMEOUT_S``."""
+        if self.process is None:
+            return
+        self.terminate()
         try:
             self.process.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             _signal_group(self.pid, signal.SIGKILL)
             self.process.wait()
-        for pid in strays:
-            _signal(pid, signal.SIGKILL)
+        for pid in self._strays:  # (seconds later: not yet a pid the system gave again)
+            if os.path.exists(f"/proc/{pid}"):
+                _signal(pid, signal.SIGKILL)
+        self._strays = []
 
     def __enter__(self) -> ConnectServer:
         return self.start()
