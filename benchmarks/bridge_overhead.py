@@ -14,6 +14,10 @@ from run to run). Each mode has a session of its own, its rules registered once:
          the same, plus decoding the whole mirror
   copy   one Python rule that copies every node (the JVM rebuilds every node from
          Catalyst's constructors and validates the plan)
+  worker the ``on`` rule, ``identity``, in the rule worker the JVM starts for
+         ``spark.sparkext.rules`` (sparkext/worker.py) instead of this process: the
+         session calls no ``sparkext.enable``. Compare it with ``on``:
+         ``--modes on worker`` (the worker is started once, in the warm-up)
 
 Reported: Catalyst's optimization phase (QueryPlanningTracker, whole milliseconds) per
 mode and their ratios: each query's median, the sum of those medians, and the median of
@@ -21,7 +25,8 @@ the runs' totals (the headline: each query's phase is a whole number of millisec
 a median of one query's samples rounds the same way every time, while a run's total
 sums 22 roundings that cancel out); and the median of one bridge call split into
 encode, Python (the round trip, for ``on`` and ``read``) and rebuild+validate,
-from the bridge's own nanosecond counters. Run: ``make bench`` or
+from the bridge's own nanosecond counters; with ``worker``, its added time per call
+(encode + Python) against ``on``'s, and their ratio. Run: ``make bench`` or
 ``python benchmarks/bridge_overhead.py [--rounds N]``.
 """
 
@@ -48,6 +53,10 @@ def identity(plan):
     return plan
 
 
+#: What the rule worker runs in ``worker`` mode (``spark.sparkext.rules`` names it).
+WORKER_BATCHES = (Batch("worker", Once(), (identity,)),)
+
+
 def optimize_once(spark, sql: str) -> tuple[float, dict]:
     sparkext.reset_metrics(spark)
     qe = spark.sql(sql)._jdf.queryExecution()
@@ -64,19 +73,27 @@ def main() -> None:
     parser.add_argument("--scale", default="0.1")
     parser.add_argument("--queries", nargs="*", default=QUERY_NAMES)
     parser.add_argument("--modes", nargs="*", default=["off", "on", "read", "copy"],
-                        choices=["off", "on", "read", "copy"])
+                        choices=["off", "on", "read", "copy", "worker"])
     parser.add_argument("--timeout-ms", default="10000",
                         help="spark.sparkext.timeoutMs (0: no limit)")
     args = parser.parse_args()
 
+    worker_conf = {}
+    if "worker" in args.modes:
+        # The worker inherits the driver JVM's environment, which inherits this one.
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        worker_conf = {"spark.sparkext.rules": "benchmarks.bridge_overhead:WORKER_BATCHES",
+                       "spark.sparkext.python": sys.executable}
     spark = local_session({"spark.sparkext.strict": "false",
                           "spark.sql.planChangeValidation": "false",
-                          "spark.sparkext.timeoutMs": args.timeout_ms})
+                          "spark.sparkext.timeoutMs": args.timeout_ms, **worker_conf})
     data = tpch_dir(args.scale)
 
     # Each rule runs once per call: copy_nodes never reaches a fixed point (it always
     # returns new objects), and the point is one rebuild, not a hundred.
-    modes = {"off": None, "on": identity, "read": read_everything, "copy": copy_nodes}
+    modes = {"off": None, "on": identity, "read": read_everything, "copy": copy_nodes,
+             "worker": identity}
     modes = {m: rule for m, rule in modes.items() if m in args.modes}
     # One session per mode, its rules registered once, as an application does: registering
     # before every query would compile the mirror again right before the timed phase.
@@ -86,11 +103,13 @@ def main() -> None:
         session = spark.newSession()
         for t in TPCH_TABLES:
             session.read.parquet(str(data / f"{t}.parquet")).createOrReplaceTempView(t)
-        sparkext.enable(session, batches=[Batch(mode, Once(), (rule or identity,))])
+        if mode != "worker":  # the worker serves every session without a registration
+            sparkext.enable(session, batches=[Batch(mode, Once(), (rule or identity,))])
         session.conf.set("spark.sparkext.enabled", str(rule is not None).lower())
         sessions[mode] = session
     per_call = {"encode_ms": [], "python_ms": [], "python_read_ms": [], "rebuild_ms": [],
                 "validate_ms": []}
+    added = {"on": [], "worker": []}  # encode + Python per call
     payload = []
 
     def run(mode: str, sql: str) -> tuple[float, dict]:
@@ -115,6 +134,8 @@ def main() -> None:
                     for k in ("encode_ms", "python_ms"):
                         per_call[k].append(m[k] / m["calls"])
                     payload.append(m["payload_bytes"] / m["calls"])
+                if mode in added and m["calls"]:
+                    added[mode].append((m["encode_ms"] + m["python_ms"]) / m["calls"])
                 if mode == "read" and m["calls"]:
                     per_call["python_read_ms"].append(m["python_ms"] / m["calls"])
                 if mode == "copy" and m["calls"]:
@@ -128,7 +149,7 @@ def main() -> None:
         return a / b if b else float("nan")
 
     titles = {"off": "off", "on": "on: identity rule", "read": "read: every node read",
-              "copy": "copy every node"}
+              "copy": "copy every node", "worker": "worker: identity rule"}
     # Every mode's milliseconds; each mode but off also as a ratio to off (when off ran).
     ratios = [m for m in modes if m != "off" and "off" in modes]
 
@@ -157,6 +178,11 @@ def main() -> None:
         parts.append(f"reading every node {med['encode_ms'] + med['python_read_ms']:.3f}")
     if med:  # no bridge calls when only "off" ran
         print("\nmedian of one bridge call (ms): " + "; ".join(parts))
+    if added["on"] and added["worker"]:
+        on, worker = statistics.median(added["on"]), statistics.median(added["worker"])
+        print(f"added per call (encode + python), median: in-process {on:.3f} ms, "
+              f"rule worker {worker:.3f} ms, worker/in-process {ratio(worker, on):.2f} "
+              "(target: at most 1.2)")
     print(f"cores: {os.cpu_count()}, rounds: {args.rounds}, warm-up passes: {args.warmup}, "
           f"scale factor: {args.scale}, timeoutMs: {args.timeout_ms}")
     spark.stop()

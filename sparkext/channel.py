@@ -9,8 +9,10 @@ docs/performance.md.
 Python always listens and the JVM always connects; who made the secret differs. In a
 PySpark driver, the first :func:`sparkext.enable` starts the process's channel and hands its
 address and secret to the JVM through py4j (itself authenticated). A rule worker started by
-the JVM would take the secret from the JVM over a private pipe (its stdin) and answer with
-its address: :class:`Channel` accepts the secret for that reason.
+the JVM (:mod:`sparkext.worker`) takes the secret from the JVM over a private pipe (its
+stdin) and answers with its address: :class:`Channel` accepts the secret for that reason.
+Either way the same :class:`Channel` serves the same bridges
+(:func:`sparkext.bridge.registration`); only who starts the process differs.
 
 Where the platform has ``AF_UNIX``, the channel is a Unix domain socket in a fresh 0700
 directory, which no other user can even connect to; else loopback TCP. Each connection is

@@ -27,7 +27,6 @@ from pathlib import Path
 from py4j.protocol import Py4JJavaError
 
 from sparkext.bridge import RuleBridge, registration
-from sparkext.bridge import split_by_position as _split_by_position  # noqa: F401 - tests
 from sparkext.channel import channel
 from sparkext.optimizer import Batch, FixedPoint, Rule, as_rule
 

@@ -94,11 +94,12 @@ def main() -> int:
                                    if k != "secret"}, pid=os.getpid())
     answer.write(json.dumps(spec) + "\n")
     answer.flush()
-    # Until the JVM closes the pipe (or exits); reg holds the bridge the channel holds weakly.
+    # Until the JVM closes the pipe (or exits). The channel holds bridges weakly: ``reg``,
+    # alive until this function returns, holds this one.
     while sys.stdin.buffer.read(1 << 16):
         pass
     channel.close()
-    return 0 if reg.bridge is not None else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from sparkext.optimizer import (
     rule,
 )
 from sparkext.plan import Filter, Project, Relation, Window
-from sparkext.session import _split_by_position
+from sparkext.bridge import split_by_position
 
 A = AttributeReference("a", T.INT, True, None, 1)
 B = AttributeReference("b", T.INT, True, None, 2)
@@ -103,6 +103,6 @@ def test_rules_need_usable_names_and_positions():
 
 def test_rules_are_split_by_position():
     late = Rule("late", lambda p: p, position="fixed_point")
-    executors = _split_by_position([Batch("b", Once(), (drop_one_filter, late))])
+    executors = split_by_position([Batch("b", Once(), (drop_one_filter, late))])
     assert [r.name for r in executors["once"].rules] == ["drop_one_filter"]
     assert [r.name for r in executors["fixed_point"].rules] == ["late"]

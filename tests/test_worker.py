@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkext.rules import ELIMINATE_SORTS, PUSH_DOWN_FILTERS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 APP = textwrap.dedent('''
@@ -85,6 +87,11 @@ APP = textwrap.dedent('''
         other = spark.newSession()
         facts["other_session_sorts"] = sorts(sorted_query(other))
         facts["starts"] = worker.starts()
+        # The worker goes with the SparkContext.
+        pid = worker.pid()
+        spark.stop()
+        gone(pid)
+        facts["stopped_with_the_context"] = True
 
     elif scenario == "user_module":
         make = lambda: spark.range(10).where("true")
@@ -140,6 +147,8 @@ APP = textwrap.dedent('''
 ''')
 
 SORTS = "sparkext.rules:BATCHES"
+#: A rule list, as a user's module would name it in spark.sparkext.rules.
+LISTED = [PUSH_DOWN_FILTERS, ELIMINATE_SORTS]
 
 
 def run_app(tmp_path: Path, scenario: str, conf: dict, path: tuple[Path, ...] = ()) -> dict:
@@ -169,6 +178,7 @@ def test_the_worker_removes_a_redundant_sort_without_enable_and_enable_wins_in_i
     assert facts["enabled_session_sorts"] == 1 and facts["enabled_session_same_rows"]
     # ... and every other session shares the one worker.
     assert facts["other_session_sorts"] == 0 and facts["starts"] == 1
+    assert facts["stopped_with_the_context"]
 
 
 def test_a_user_rule_module_on_the_worker_path_rewrites_a_plan(tmp_path):
@@ -239,3 +249,21 @@ def test_a_worker_whose_rule_hangs_past_the_timeout_leaves_rows_right(tmp_path):
     assert facts["same_rows"] and facts["timeouts"] >= 1
     assert any("did not answer within" in w for w in facts["warnings"]), facts
     assert "did not answer within" in facts["strict_error"]
+
+
+def test_rules_entries_name_batches_rules_or_lists_of_rules():
+    from sparkext.rules import BATCHES
+    from sparkext.worker import RulesNotFound, load_batches
+
+    assert load_batches("sparkext.rules:BATCHES") == BATCHES
+    one, *rest = load_batches("sparkext.rules:ELIMINATE_SORTS, sparkext.rules:BATCHES")
+    assert one.rules == (ELIMINATE_SORTS,) and tuple(rest) == BATCHES
+    # A list of rules runs as one batch, to a fixed point, as enable(spark, rules) runs it.
+    (batch,) = load_batches("tests.test_worker:LISTED")
+    assert batch.rules == (PUSH_DOWN_FILTERS, ELIMINATE_SORTS)
+    with pytest.raises(RulesNotFound, match="is not 'module:attribute'"):
+        load_batches("sparkext.rules")
+    with pytest.raises(RulesNotFound, match="has no attribute 'NOPE'"):
+        load_batches("sparkext.rules:NOPE")
+    with pytest.raises(RulesNotFound, match="names no rules"):
+        load_batches(" , ")

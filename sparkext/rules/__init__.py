@@ -1,6 +1,9 @@
 """sparkext's built-in rules: one module per rule, each exporting one function of the
 same name. ``BATCHES`` is the order they run in when ``sparkext.enable(spark)`` is called
-without rules; each runs once per query, to its own fixed point, inside one call.
+without rules; each runs once per query, to its own fixed point, inside one call. Where no
+PySpark driver calls ``enable`` (``spark-sql``, Spark Connect, the Thrift server),
+``--conf spark.sparkext.rules=sparkext.rules:BATCHES`` runs them in the driver's rule
+worker (:mod:`sparkext.worker`).
 
 1. push down filters (fixed point)
 2. infer filters (once: what constraints imply and is not there yet)

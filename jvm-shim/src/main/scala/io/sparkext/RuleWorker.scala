@@ -140,7 +140,7 @@ object RuleWorker {
         case NonFatal(e) =>
           val cooldownMs = math.max(0L, Conf.millis(conf, Conf.CooldownMs, Conf.DefaultCooldownMs))
           d.failure = s"the rule worker for $RulesKey=${d.rules} could not start: ${e.getMessage}; " +
-            s"it is tried again after ${Conf.CooldownMs}=$cooldownMs"
+            s"it is tried again after ${Conf.CooldownMs}=$cooldownMs ms"
           d.retryAt = System.nanoTime() + cooldownMs * 1000000L
           PythonRules.report(state, strict, m.workerErrors, d.failure)
           null
