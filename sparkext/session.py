@@ -178,8 +178,10 @@ def connect_server_args(rules: Iterable[str] = (), *, builtin: bool = True,
     this machine; ``None`` leaves Spark's choice (``spark.pyspark.python``, ...).
 
     >>> args = connect_server_args(["mycompany.rules:RULES"], python=None)
-    >>> args[2:]
-    ['--conf', 'spark.sql.extensions=io.sparkext.SparkextExtensions', '--conf', 'spark.sparkext.rules=sparkext.rules:BATCHES,mycompany.rules:RULES']
+    >>> for flag, value in zip(args[2::2], args[3::2]):
+    ...     print(flag, value)
+    --conf spark.sql.extensions=io.sparkext.SparkextExtensions
+    --conf spark.sparkext.rules=sparkext.rules:BATCHES,mycompany.rules:RULES
     """
     entries = (["sparkext.rules:BATCHES"] if builtin else []) + list(rules)
     if not entries:

@@ -8,8 +8,8 @@ Each server configuration is one server for the module (they start in parallel, 
   (the built-in rules and a team's module, shipped with ``--py-files``);
 - ``broken``: the same, with a rule module that fails to import.
 
-A client is ``SparkSession.builder.remote("sc://127.0.0.1:PORT").create()``: no py4j, no
-JVM in this process. What it can change is per session SQL configuration, which is how the
+A client is ``SparkSession.builder.remote("sc://127.0.0.1:PORT").create()``: gRPC, no py4j,
+no JVM of its own. What it can change is per session SQL configuration, which is how the
 tests switch sparkext off, set the timeout or strict mode.
 """
 
@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import warnings
@@ -29,7 +28,6 @@ import pytest
 import sparkext
 from sparkext.catalyst import excluded_rules_conf
 from tests.conftest import ROOT, conf
-from tests.rows import assert_same_rows, collect
 from tests.servers import ConnectServer
 
 pytest.importorskip("grpc", reason="Spark Connect's client needs grpcio (requirements-dev.txt)")
