@@ -74,7 +74,8 @@ class ConnectServer:
     """One Spark Connect server: ``start()`` returns once its gRPC port accepts connections."""
 
     def __init__(self, args: list[str] = (), conf: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None, name: str = "sparkext-test"):
+                 env: dict[str, str] | None = None, name: str = "sparkext-test",
+                 log_dir: str | Path | None = None):
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.args = list(args)
@@ -93,7 +94,9 @@ class ConnectServer:
                     "PYSPARK_SUBMIT_ARGS"):
             self.env.pop(key, None)
         self.name = name
-        self.log_path = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
+        fd, log_path = tempfile.mkstemp(prefix=f"{name}-", suffix=".log", dir=log_dir)
+        os.close(fd)
+        self.log_path = Path(log_path)
         self.process: subprocess.Popen | None = None
         self._strays: list[int] = []
         self._terminated = False

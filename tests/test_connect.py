@@ -98,10 +98,10 @@ def servers(tmp_path_factory):
     def with_sparkext(name, rules):
         args = [*server_conf_args("--rules", f"{rules}"),
                 "--py-files", str(modules / f"{rules.split(':')[0]}.py")]
-        return ConnectServer(args=args, env=SERVER_ENV, name=name).launch()
+        return ConnectServer(args=args, env=SERVER_ENV, name=name, log_dir=modules).launch()
 
     started = {
-        "plain": ConnectServer(name="connect-plain").launch(),
+        "plain": ConnectServer(name="connect-plain", log_dir=modules).launch(),
         "with_rules": with_sparkext("connect-sparkext", "team_rules:BATCHES"),
         "broken": with_sparkext("connect-broken-rules", "broken_rules:RULES"),
     }
@@ -172,8 +172,16 @@ def worker_of(server: ConnectServer) -> list[int]:
 
 
 def wait_gone(pid: int, seconds: float = 30.0) -> None:
+    """Until ``pid`` has exited (a zombie has: only its parent's wait is missing)."""
     deadline = time.monotonic() + seconds
-    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state == "Z":
+            return
         assert time.monotonic() < deadline, f"process {pid} is still there"
         threading.Event().wait(0.02)
 
