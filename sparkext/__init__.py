@@ -13,6 +13,7 @@ from sparkext.session import (
     Enabled,
     SparkextError,
     configure,
+    connect_server_args,
     disable,
     enable,
     jar_path,
@@ -24,6 +25,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Batch", "EXTENSION_CLASS", "Enabled", "FixedPoint", "Once", "Rule", "RuleExecutor",
-    "SparkextError", "configure", "disable", "enable", "jar_path", "metrics", "reset_metrics",
+    "SparkextError", "configure", "connect_server_args", "disable", "enable", "jar_path", "metrics", "reset_metrics",
     "rule",
 ]

@@ -1,6 +1,9 @@
 """The commands behind ``python -m sparkext``.
 
     python -m sparkext jar                                print the shim jar's path
+    python -m sparkext server-conf [--rules M:A ...]      the spark-submit arguments that
+                                                          start a Connect or Thrift server
+                                                          with sparkext (docs/connect.md)
     python -m sparkext plan Q.sql --catalog DIR           the normalised optimized plan
     python -m sparkext plan-diff A B [--catalog DIR]      diff two plan files or SQL files
     python -m sparkext explain Q.sql --catalog DIR        plans before/after sparkext, and
@@ -166,11 +169,39 @@ def cmd_jar(args) -> int:
     return 0
 
 
+def cmd_server_conf(args) -> int:
+    from sparkext.session import SparkextError, connect_server_args
+
+    try:
+        argv = connect_server_args(args.rules, builtin=not args.no_builtin,
+                                   python=None if args.no_python else args.python)
+    except (SparkextError, ValueError) as e:
+        print(f"sparkext: {e}", file=sys.stderr)
+        return 1
+    # One flag and its value per line, unquoted: `spark-submit $(python -m sparkext
+    # server-conf) ...` splits them back into arguments.
+    for flag, value in zip(argv[::2], argv[1::2]):
+        print(f"{flag} {value}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkext",
                                      description="sparkext: Catalyst rules in Python")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("jar", help="print the path of the bundled shim jar (for --jars)")
+
+    p = sub.add_parser(
+        "server-conf", help="print the spark-submit arguments (--jars, --conf) that start a "
+                            "Spark Connect or Thrift server with sparkext and its rules")
+    p.add_argument("--rules", action="append", default=[], metavar="MODULE:ATTRIBUTE",
+                   help="more rules for spark.sparkext.rules (repeat or comma-separate)")
+    p.add_argument("--no-builtin", action="store_true",
+                   help="leave sparkext's built-in rules (sparkext.rules:BATCHES) out")
+    p.add_argument("--python", default=sys.executable,
+                   help="the interpreter for the server's rule worker (default: this one)")
+    p.add_argument("--no-python", action="store_true",
+                   help="leave spark.sparkext.python unset (Spark's interpreter choice)")
 
     def with_catalog(p):
         p.add_argument("--catalog", help="a folder of parquet tables, registered as views")
@@ -195,5 +226,5 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     commands = {"jar": cmd_jar, "plan": cmd_plan, "plan-diff": cmd_plan_diff,
-                "explain": cmd_explain}
+                "explain": cmd_explain, "server-conf": cmd_server_conf}
     return commands[args.command](args)

@@ -5,6 +5,11 @@ rules for a running session.
     spark = sparkext.configure(SparkSession.builder).getOrCreate()
     sparkext.enable(spark)                 # the built-in rules
     sparkext.metrics(spark)["accepted"]    # rewrites Spark took
+
+A Spark Connect client cannot add an extension to its server nor register rules there: the
+server is started with sparkext (:func:`connect_server_args`) and runs the rules that
+``spark.sparkext.rules`` names. :func:`metrics` and :func:`reset_metrics` work on a Connect
+session too (through the ``sparkext_metrics()`` table function). See docs/connect.md.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import logging
 import os
 import re
 import shlex
+import sys
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -122,14 +129,68 @@ def configure(builder):
     spark-submit, in spark-defaults.conf or in ``PYSPARK_SUBMIT_ARGS``), never replaces
     them, so Delta, Iceberg and other extensions keep working. Call it before the session
     exists: a running JVM cannot load the extension.
+
+    A Spark Connect builder (``builder.remote("sc://...")``) is returned unchanged, with one
+    warning: the extension lives in the server's JVM, which the server's own command line
+    sets up (:func:`connect_server_args`). Setting the jar and extension from a client
+    would only draw pyspark's ``CANNOT_MODIFY_CONFIG`` warnings.
     """
     options = getattr(builder, "_options", {})
+    if _remote_url(options).startswith("sc://"):
+        warnings.warn(_CONNECT_BUILDER_ADVICE, stacklevel=2)
+        return builder
     defaults = _jvm_defaults()
     _check_running_jvm_has_the_jar()
     for key, item in zip(_APPENDED, (jar_path(), EXTENSION_CLASS)):
         current = options.get(key) or defaults.get(key)
         builder = builder.config(key, _append(current, item))
     return builder
+
+
+def _remote_url(options: dict) -> str:
+    """The Spark Connect URL a builder will connect to ("" for a classic session). A
+    ``local`` URL is not a remote server: pyspark starts that Connect server itself, with
+    the builder's settings, so the jar and extension do reach it."""
+    return str(options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or "")
+
+
+_SERVER_ADVICE = ("start the server with sparkext: `python -m sparkext server-conf` (or "
+                  "sparkext.connect_server_args()) prints the --jars and --conf arguments "
+                  "that add the jar, the extension and the rules (spark.sparkext.rules)")
+
+_CONNECT_BUILDER_ADVICE = (
+    "sparkext.configure() leaves this Spark Connect builder unchanged: a client cannot add "
+    "the jar or the extension to a running server, and its rules run on the server's driver. "
+    f"If the server already runs sparkext, its rules apply to this session; otherwise "
+    f"{_SERVER_ADVICE}.")
+
+
+def connect_server_args(rules: Iterable[str] = (), *, builtin: bool = True,
+                        python: str | None = sys.executable) -> list[str]:
+    """The ``spark-submit`` arguments that start a server (Spark Connect, the Thrift server,
+    any Spark application) with sparkext: the jar, the extension class and
+    ``spark.sparkext.rules``.
+
+    ``rules``: more ``module:attribute`` entries (rules, rule lists or batches), run after
+    the built-in rules unless ``builtin=False``. ``python``: the interpreter that runs the
+    rule worker on the server's driver (``spark.sparkext.python``); it must import sparkext
+    and the rule modules. The default is this interpreter, right when the server runs on
+    this machine; ``None`` leaves Spark's choice (``spark.pyspark.python``, ...).
+
+    >>> args = connect_server_args(["mycompany.rules:RULES"], python=None)
+    >>> for flag, value in zip(args[2::2], args[3::2]):
+    ...     print(flag, value)
+    --conf spark.sql.extensions=io.sparkext.SparkextExtensions
+    --conf spark.sparkext.rules=sparkext.rules:BATCHES,mycompany.rules:RULES
+    """
+    entries = (["sparkext.rules:BATCHES"] if builtin else []) + list(rules)
+    if not entries:
+        raise ValueError("no rules: pass rules=[...] or leave builtin=True")
+    args = ["--jars", jar_path(), "--conf", f"spark.sql.extensions={EXTENSION_CLASS}",
+            "--conf", f"spark.sparkext.rules={','.join(entries)}"]
+    if python is not None:
+        args += ["--conf", f"spark.sparkext.python={python}"]
+    return args
 
 
 _SUBMIT_ADVICE = (f'pass --jars "$(python -m sparkext jar)" --conf '
@@ -163,12 +224,23 @@ def _check_running_jvm_has_the_jar() -> None:
             f"now, so configure() cannot help. Instead, {_SUBMIT_ADVICE}.")
 
 
+def _is_connect(spark) -> bool:
+    # Without the module loaded, no Connect session exists (and importing it needs grpc).
+    connect = sys.modules.get("pyspark.sql.connect.session")
+    return connect is not None and isinstance(spark, connect.SparkSession)
+
+
 def _jsession(spark):
     js = getattr(spark, "_jsparkSession", None)
     if js is None:
-        raise SparkextError(
-            "sparkext needs a classic SparkSession with a JVM driver; Spark Connect sessions "
-            "cannot run Catalyst extensions from the client.")
+        if _is_connect(spark):
+            raise SparkextError(
+                "a Spark Connect client cannot register Python rules: they run on the "
+                "server's driver, which names them in spark.sparkext.rules when it starts. "
+                f"To run sparkext there, {_SERVER_ADVICE}. sparkext.metrics(spark) reads "
+                "the counters from this client.")
+        raise SparkextError("sparkext needs a classic SparkSession with a JVM driver "
+                            f"(got {type(spark).__module__}.{type(spark).__name__}).")
     return js
 
 
@@ -266,12 +338,37 @@ def disable(spark) -> None:
 
 def metrics(spark) -> dict:
     """The bridge's counters for this session: calls, skipped, accepted, rejected, errors,
-    timeouts, and milliseconds spent encoding, in Python and rebuilding."""
-    m = json.loads(_registry(spark).metrics(_jsession(spark)))
+    timeouts, and milliseconds spent encoding, in Python and rebuilding.
+
+    On a Spark Connect session they come from ``SELECT * FROM sparkext_metrics()``, the
+    table function the extension adds on the server (same counters, same names)."""
+    if _is_connect(spark):
+        m = _metrics_row(spark, "sparkext_metrics")
+    else:
+        m = json.loads(_registry(spark).metrics(_jsession(spark)))
     for key in [k for k in m if k.endswith("_nanos")]:
         m[key[:-len("_nanos")] + "_ms"] = m[key] / 1e6
     return m
 
 
 def reset_metrics(spark) -> None:
-    _registry(spark).resetMetrics(_jsession(spark))
+    if _is_connect(spark):
+        _metrics_row(spark, "sparkext_reset_metrics")
+    else:
+        _registry(spark).resetMetrics(_jsession(spark))
+
+
+def _metrics_row(spark, function: str) -> dict:
+    """The one row of a metrics table function, as a dict (``warnings`` as a list)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        row = spark.sql(f"SELECT * FROM {function}()").collect()[0]
+    except AnalysisException as e:
+        # (the name of the error depends on the server's Spark version)
+        if e.getCondition() not in ("UNRESOLVABLE_TABLE_VALUED_FUNCTION", "UNRESOLVED_ROUTINE"):
+            raise
+        raise SparkextError(
+            f"the Spark Connect server does not run sparkext ({function}() is unknown "
+            f"there): {_SERVER_ADVICE}.") from None
+    return {k: list(v) if k == "warnings" else v for k, v in row.asDict().items()}

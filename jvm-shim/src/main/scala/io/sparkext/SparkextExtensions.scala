@@ -8,10 +8,14 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
  * one call) and inside Catalyst's fixed-point operator-optimization batches
  * (`injectOptimizerRule`) for rules that must interleave with Catalyst's. Both stay dormant
  * until `sparkext.enable(spark)` registers Python rules for the session.
+ *
+ * It also injects the table functions `sparkext_metrics()` and `sparkext_reset_metrics()`
+ * ([[MetricsTable]]): the counters for clients without py4j, such as Spark Connect.
  */
 class SparkextExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(ext: SparkSessionExtensions): Unit = {
     ext.injectPreCBORule((session: SparkSession) => new PythonRules(session, Position.Once))
     ext.injectOptimizerRule((session: SparkSession) => new PythonRules(session, Position.FixedPoint))
+    MetricsTable.functions.foreach(ext.injectTableFunction)
   }
 }
