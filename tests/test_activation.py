@@ -11,6 +11,8 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import sparkext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,12 +65,13 @@ APP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the wheel carries every Spark line's jar: building them takes minutes
 def test_the_wheel_carries_the_jar_and_runs_a_rule_in_a_fresh_virtualenv(tmp_path):
     built = run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
                  "--outdir", tmp_path / "dist", ROOT])
     assert built.returncode == 0, built.stderr[-4000:]
     wheel = next((tmp_path / "dist").glob("sparkext-*.whl"))
-    assert "sparkext/jars/sparkext-shim.jar" in zipfile.ZipFile(wheel).namelist()
+    assert f"sparkext/jars/{Path(sparkext.jar_path()).name}" in zipfile.ZipFile(wheel).namelist()
 
     venv = tmp_path / "venv"
     assert run([sys.executable, "-m", "venv", venv]).returncode == 0
