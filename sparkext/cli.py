@@ -209,6 +209,8 @@ class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         print(version_report())
         parser.exit()
+
+
 def cmd_server_conf(args) -> int:
     from sparkext.session import SparkextError, connect_server_args
 
