@@ -330,9 +330,22 @@ _lock = threading.Lock()
 _channel: Channel | None = None
 
 
-def channel() -> Channel:
+def transport_for(java_version: str | None) -> str:
+    """The transport of the process's channel: ``SPARKEXT_CHANNEL`` when set, else ``tcp``
+    for a JVM older than Java 16 (it cannot connect to Unix domain sockets: Spark 3.5 runs
+    on Java 8 and 11), else ``auto``. ``java_version`` is the JVM's
+    ``java.specification.version`` ("1.8", "11", "17"), or None when unknown."""
+    chosen = os.environ.get("SPARKEXT_CHANNEL", "auto")
+    if chosen != "auto" or not java_version:
+        return chosen
+    major = java_version.split(".")[1] if java_version.startswith("1.") else java_version
+    return "tcp" if major.isdigit() and int(major) < 16 else "auto"
+
+
+def channel(java_version: str | None = None) -> Channel:
     """The process's channel, started on first use, and started anew when it died (its
-    socket closed or its thread gone): sessions that enable after that reach the new one."""
+    socket closed or its thread gone): sessions that enable after that reach the new one.
+    ``java_version`` is that of the JVM that will connect (see :func:`transport_for`)."""
     global _channel
     with _lock:
         if _channel is None or not _channel.alive():
@@ -340,5 +353,5 @@ def channel() -> Channel:
                 log.warning("sparkext: the channel at %s stopped; starting a new one",
                             _channel.location)
                 _channel.close()
-            _channel = Channel(transport=os.environ.get("SPARKEXT_CHANNEL", "auto"))
+            _channel = Channel(transport=transport_for(java_version))
         return _channel

@@ -249,3 +249,18 @@ def test_the_timeout_bounds_the_whole_answer_not_each_read(spark):
     assert jvm.call(1, bytearray(b"{}"), 10_000) == ""
     with pytest.raises(Py4JJavaError, match="PythonChannel.Timeout"):
         jvm.call(1, bytearray(b"{}"), 300)
+
+
+@pytest.mark.parametrize("java, env, expected", [
+    ("1.8", None, "tcp"), ("11", None, "tcp"), ("16", None, "auto"), ("17", None, "auto"),
+    ("25", None, "auto"), (None, None, "auto"), ("11", "unix", "unix"), ("17", "tcp", "tcp"),
+])
+def test_a_jvm_before_java_16_gets_tcp_unless_the_environment_chooses(monkeypatch, java, env,
+                                                                       expected):
+    # Spark 3.5 runs on Java 8 and 11, whose JVM cannot connect to a Unix domain socket.
+    from sparkext.channel import transport_for
+    if env is None:
+        monkeypatch.delenv("SPARKEXT_CHANNEL", raising=False)
+    else:
+        monkeypatch.setenv("SPARKEXT_CHANNEL", env)
+    assert transport_for(java) == expected
