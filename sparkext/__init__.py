@@ -25,6 +25,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Batch", "EXTENSION_CLASS", "Enabled", "FixedPoint", "Once", "Rule", "RuleExecutor",
-    "SparkextError", "configure", "connect_server_args", "disable", "enable", "jar_path", "metrics", "reset_metrics",
-    "rule",
+    "SparkextError", "configure", "connect_server_args", "disable", "enable", "jar_path",
+    "metrics", "reset_metrics", "rule",
 ]

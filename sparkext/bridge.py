@@ -25,10 +25,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sparkext._tree import mirror_spec
 from sparkext.codec import Decoded, encode_answer
 from sparkext.context import scoped
 from sparkext.errors import error_document
-from sparkext._tree import mirror_spec
 from sparkext.optimizer import POSITIONS, Batch, Cancelled, Rule, RuleError, RuleExecutor
 from sparkext.threads import NoThread, ThreadLost, run_on_deep_stack
 from sparkext.wire import UNCHANGED_ANSWER, handshake

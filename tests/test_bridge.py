@@ -21,8 +21,8 @@ import sparkext.bridge
 from examples.toy_rules import swap_filter_below_project
 from sparkext import Batch, Once, rule
 from sparkext._tree import mirror_spec
-from sparkext.channel import channel
 from sparkext.catalyst import excluded_rules_conf
+from sparkext.channel import channel
 from sparkext.expressions import (
     Alias,
     AttributeReference,

@@ -17,8 +17,7 @@ import time
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from sparkext.channel import (CLIENT_LABEL, MAGIC, NONCE_BYTES, SERVER_LABEL, Channel,
-                              proof)
+from sparkext.channel import CLIENT_LABEL, MAGIC, NONCE_BYTES, SERVER_LABEL, Channel, proof
 
 
 class Tagged:

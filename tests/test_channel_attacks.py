@@ -19,8 +19,16 @@ import sparkext.channel
 import sparkext.session
 from sparkext.channel import MAGIC, Channel
 from tests.conftest import conf, rules_enabled
-from tests.test_channel import (HandServer, Tagged, call, closed_by_peer, connect,
-                                raw_connect, record_everything, recv_exactly)
+from tests.test_channel import (
+    HandServer,
+    Tagged,
+    call,
+    closed_by_peer,
+    connect,
+    raw_connect,
+    record_everything,
+    recv_exactly,
+)
 
 
 def double_filter(plan):

@@ -9,6 +9,7 @@ import pytest
 
 import sparkext
 
+
 def test_the_metrics_table_function_gives_the_py4j_counters(spark, tables):
     """In a classic session both ways are there: the same counters, the same names."""
     sparkext.enable(spark)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkext import types as T
+from sparkext.bridge import split_by_position
 from sparkext.expressions import AttributeReference, GreaterThan, lit
 from sparkext.optimizer import (
     Batch,
@@ -17,7 +18,6 @@ from sparkext.optimizer import (
     rule,
 )
 from sparkext.plan import Filter, Project, Relation, Window
-from sparkext.bridge import split_by_position
 
 A = AttributeReference("a", T.INT, True, None, 1)
 B = AttributeReference("b", T.INT, True, None, 2)
