@@ -291,7 +291,7 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
         "channel": calls.address(calls.add(bridge)),
         "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
                   for r in all_rules],
-        "mirror": mirror_spec(),
+        "mirror": mirror_spec(spark.version),  # the constructors of the running Spark's line
     }
     try:
         answer = json.loads(registry.register(jsession, bridge, json.dumps(spec)))

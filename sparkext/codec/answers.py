@@ -8,6 +8,7 @@ answer's own table is its list of types.
 
 from __future__ import annotations
 
+from sparkext import _tree
 from sparkext.codec.errors import WireError
 from sparkext.codec.literals import type_value, value_out
 from sparkext.codec.requests import Decoded
@@ -39,7 +40,7 @@ class AnswerEncoder:
     #: Item -> how one item is written (set below the class, per subclass); mirror class ->
     #: (field, writer) per argument, composed once per class (Kind.encoder)
     items: dict = {}
-    writers: dict[type, tuple] = {}
+    writers: dict[type, tuple] = _tree.wire_cache()
 
     def __init__(self, decoded: Decoded | None):
         self.d = decoded
@@ -65,7 +66,7 @@ class AnswerEncoder:
     @classmethod
     def _writers_of(cls, node_cls: type) -> tuple:
         writers = cls.writers[node_cls] = tuple(
-            (name, kind.encoder(cls.items)) for name, kind in node_cls._args)
+            (name, kind.encoder(cls.items)) for name, kind in node_cls._wire_args)
         return writers
 
     # -- hooks -----------------------------------------------------------------------------
