@@ -13,8 +13,8 @@ import json
 import pytest
 
 from sparkext._tree import MIRRORED, arg, mirror, mirror_spec, spark_line
-from sparkext.codec import Decoded, encode_answer
-from sparkext.expressions import Expression, Floor
+from sparkext.codec import Decoded, WireError, encode_answer
+from sparkext.expressions import Alias, Expression, Floor
 from sparkext.plan import LogicalPlan, Sample, Sort
 from sparkext.testing.request_encoder import encode_request
 
@@ -160,6 +160,19 @@ def test_floor_takes_fail_on_error_from_4_3(version, wire):
     new = d.plan.copy(project_list=(d.plan.project_list[0].copy(child=Floor(d.attrs[0])),))
     written = encode_answer(new, d, [])["plan"]["p"][0][0]["p"][0]
     assert written == {"k": "Floor", "p": wire}
+
+
+def test_a_value_the_line_cannot_take_is_refused_not_dropped():
+    mirror_spec("4.2.1")
+    doc = request({"h": 1, "k": "Project", "p": [[{"a": 0}], LEAF]}, ATTRS, TYPES)
+    d = decode(doc)
+    ansi_floor = Floor(d.attrs[0], fail_on_error=True)
+    plan = d.plan.copy(project_list=(Alias(ansi_floor, "f"),))
+    with pytest.raises(WireError, match="Floor.fail_on_error is not an argument"):
+        encode_answer(plan, d, [])
+    mirror_spec("4.3.0")
+    assert encode_answer(plan, d, [])["plan"]["p"][0][0]["p"][0] == \
+        {"k": "Floor", "p": [{"a": 0}, True]}
 
 
 def test_lazily_decoded_nodes_fill_what_their_line_leaves_out():

@@ -61,6 +61,12 @@ class AnswerEncoder:
     def args(self, node) -> list:
         cls = type(node)
         writers = self.writers.get(cls) or self._writers_of(cls)
+        for name, default in cls._absent:
+            # This Spark line's constructor has no such argument: a value other than the
+            # one Catalyst behaves as if it had cannot be sent.
+            if getattr(node, name) != default:
+                raise WireError(f"{cls.__name__}.{name} is not an argument in this Spark "
+                                f"line; it can only be {default!r}")
         return [write(self, getattr(node, name)) for name, write in writers]
 
     @classmethod
