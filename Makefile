@@ -2,17 +2,20 @@
 #   make demo      run examples/quickstart.py (a local Spark job, plans before/after)
 #   make test      the test suite CI runs (fast; slow suites are in test-all)
 #   make test-all  every suite, slow ones included
-#   make jar       the Scala shim, compiled offline with the compiler pyspark ships
-#   make jar-sbt   the same jar through sbt (downloads sbt and Spark from Maven Central)
+#   make jar       the Scala shim for the venv's pyspark line, compiled offline with the
+#                  compiler that pyspark ships (sparkext/jars/sparkext-shim-spark4.3_2.13.jar)
+#   make jars      the shim for every supported line (sparkext/versions.py), each against its
+#                  own Spark's jars (cached in ~/.cache/sparkext; fetched once from PyPI/Maven)
+#   make jar-sbt   the venv's line through sbt (LINE=3.5_2.12 for another line)
+#   make wheel     the wheel, carrying every line's jar
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-JAR    := sparkext/jars/sparkext-shim.jar
-SCALA_SRC := $(wildcard jvm-shim/src/main/scala/io/sparkext/*.scala)
+LINE   ?= $(shell $(PY) -c "import sparkext.versions as v, pyspark, pathlib; print(v.find(pyspark.__version__, v.scala_of(pathlib.Path(pyspark.__file__).parent / 'jars')).key)" 2>/dev/null)
 
-.PHONY: all venv jar jar-sbt demo test test-all bench wheel clean
+.PHONY: all venv jar jars jar-sbt demo test test-all bench wheel clean
 
 all: jar
 
@@ -25,29 +28,31 @@ $(STAMP): requirements-dev.txt setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-$(JAR): $(SCALA_SRC) $(STAMP) tools/build_jar.py
-	$(PY) tools/build_jar.py --out $(JAR)
+# build_jar.py skips a jar newer than its sources (and rebuilds one from another version).
+jar: $(STAMP)
+	$(PY) tools/build_jar.py --if-stale
 
-jar: $(JAR)
+jars: $(STAMP)
+	$(PY) tools/build_jar.py --all --if-stale
 
 jar-sbt: $(STAMP)
-	$(PY) tools/sbt.py package
-	cp jvm-shim/target/scala-2.13/sparkext-shim_2.13-*.jar $(JAR)
+	$(PY) tools/sbt.py -DsparkLine=$(word 1,$(subst _, ,$(LINE))) -DscalaBinary=$(word 2,$(subst _, ,$(LINE))) package
+	cp jvm-shim/target/sparkext-shim-spark$(LINE).jar sparkext/jars/
 
-demo: $(JAR)
+demo: jar
 	$(PY) examples/quickstart.py
 
-test: $(JAR)
+test: jar
 	$(PY) -m pytest -q tests && $(PY) -m pytest -q --doctest-modules sparkext
 
-test-all: $(JAR)
+test-all: jar
 	$(PY) -m pytest -q tests --run-slow
 
-bench: $(JAR)
+bench: jar
 	$(PY) benchmarks/bridge_overhead.py
 
-wheel: $(JAR)
+wheel: $(STAMP)
 	$(PY) -m build --wheel --no-isolation --outdir dist .
 
 clean:
-	rm -rf jvm-shim/target jvm-shim/classes build dist *.egg-info $(JAR)
+	rm -rf jvm-shim/target jvm-shim/classes build dist *.egg-info sparkext/jars/*.jar

@@ -1,6 +1,9 @@
 """The commands behind ``python -m sparkext``.
 
-    python -m sparkext jar                                print the shim jar's path
+    python -m sparkext jar [--spark 3.5 --scala 2.12]     print the shim jar's path (for
+                                                          the local pyspark, or a cluster's)
+    python -m sparkext --version                          the package, the jars it carries
+                                                          and the Spark it finds here
     python -m sparkext plan Q.sql --catalog DIR           the normalised optimized plan
     python -m sparkext plan-diff A B [--catalog DIR]      diff two plan files or SQL files
     python -m sparkext explain Q.sql --catalog DIR        plans before/after sparkext, and
@@ -158,19 +161,61 @@ def cmd_explain(args) -> int:
 def cmd_jar(args) -> int:
     from sparkext.session import SparkextError, jar_path
 
+    if args.scala and not args.spark:
+        print("sparkext: --scala needs --spark (the local pyspark's Scala is found, not given)",
+              file=sys.stderr)
+        return 2
     try:
-        print(jar_path())
+        print(jar_path(args.spark, args.scala))
     except SparkextError as e:
         print(f"sparkext: {e}", file=sys.stderr)
         return 1
     return 0
 
 
+def version_report() -> str:
+    """What ``--version`` prints: the package, each jar it carries (line, Scala, the
+    sparkext version it was built from) and the local Spark with the jar it would use."""
+    import sparkext
+    from sparkext import versions
+    from sparkext.session import JARS_DIR, SparkextError, jar_path, local_spark
+
+    lines = [f"sparkext {sparkext.__version__}"]
+    for line in versions.LINES:
+        info = versions.jar_info(JARS_DIR / line.jar)
+        built = f"built from sparkext {info.get('version', '?')}" if info else "missing"
+        lines.append(f"  jar for Spark {line.spark} / Scala {line.scala}: {built}")
+    try:
+        spark, scala = local_spark()
+        found = f"pyspark {spark} (Scala {scala or '?'})"
+        try:
+            found += f", uses {Path(jar_path()).name}"
+        except SparkextError as e:
+            found += f": {e}"
+    except ImportError:
+        found = "no pyspark installed"
+    lines.append(f"Spark here: {found}")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the package version, the "
+                         "jars it carries and the Spark it finds, then exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_report())
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkext",
                                      description="sparkext: Catalyst rules in Python")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("jar", help="print the path of the bundled shim jar (for --jars)")
+    p = sub.add_parser("jar", help="print the path of the bundled shim jar (for --jars)")
+    p.add_argument("--spark", help="a cluster's Spark version or line (default: the local pyspark)")
+    p.add_argument("--scala", choices=("2.12", "2.13"), help="with --spark: its Scala version")
 
     def with_catalog(p):
         p.add_argument("--catalog", help="a folder of parquet tables, registered as views")

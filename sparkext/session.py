@@ -20,6 +20,7 @@ from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
 
+from sparkext import versions
 from sparkext._tree import mirror_spec
 from sparkext.bridge import RuleBridge
 from sparkext.channel import channel
@@ -30,20 +31,44 @@ log = logging.getLogger("sparkext")
 
 #: The class to name in ``spark.sql.extensions``.
 EXTENSION_CLASS = "io.sparkext.SparkextExtensions"
-JAR_NAME = "sparkext-shim.jar"
+#: The shim jars, one per supported (Spark line, Scala) of sparkext.versions.LINES.
+JARS_DIR = Path(__file__).resolve().parent / "jars"
 
 
 class SparkextError(RuntimeError):
     """sparkext cannot run in this session; the message says what to do."""
 
 
-def jar_path() -> str:
-    """The path of the bundled shim jar (for ``--jars`` or ``spark.jars``)."""
-    path = Path(__file__).resolve().parent / "jars" / JAR_NAME
+def local_spark() -> tuple[str, str | None]:
+    """The Spark version and Scala binary version pyspark runs here: pyspark's version, and
+    the Scala of the ``scala-library`` jar in the Spark home it launches (its own jars, or
+    ``SPARK_HOME``'s), None when that home has none."""
+    import pyspark
+    from pyspark.find_spark_home import _find_spark_home
+
+    jars = Path(_find_spark_home()) / "jars"
+    return pyspark.__version__, versions.scala_of(jars) or versions.scala_of(
+        Path(pyspark.__file__).parent / "jars")
+
+
+def jar_path(spark: str | None = None, scala: str | None = None) -> str:
+    """The path of the bundled shim jar (for ``--jars`` or ``spark.jars``) for the local
+    pyspark, or for the Spark version or line ``spark`` and Scala ``scala`` ("2.12",
+    "2.13"; by default the line's first) of another cluster."""
+    if spark is None:
+        spark, found_scala = local_spark()
+        scala = scala or found_scala
+    try:
+        line = versions.find(spark, scala)
+    except versions.UnsupportedSpark as e:
+        raise SparkextError(str(e)) from None
+    path = JARS_DIR / line.jar
     if not path.is_file():
+        carried = sorted(p.name for p in JARS_DIR.glob("*.jar")) or ["none"]
         raise SparkextError(
-            f"the sparkext shim jar is missing ({path}). In a source checkout, build it with "
-            "`make jar`; an installed wheel always carries it.")
+            f"the sparkext shim jar for Spark {line.spark} / Scala {line.scala} is missing "
+            f"({path}; this copy carries: {', '.join(carried)}). In a source checkout, build "
+            "it with `make jar` (the local pyspark's line) or `make jars` (every line).")
     return str(path)
 
 

@@ -23,7 +23,11 @@ MAX_ANSWER_BYTES = 2**30
 
 def handshake() -> dict:
     """The package's half of the handshake that ``sparkext.enable`` sends with the rules:
-    the wire version, the argument-kind codes the JVM's reflective builders must know, and
-    the answer limit. The jar (``io.sparkext.Handshake``) compares each with its own and
-    refuses the registration, naming both values, when one differs."""
-    return {"version": VERSION, "kinds": sorted(wire_codes()), "max_answer_bytes": MAX_ANSWER_BYTES}
+    the package version (the jar carries the one it was built from), the wire version, the
+    argument-kind codes the JVM's reflective builders must know, and the answer limit. The
+    jar (``io.sparkext.Handshake``) compares each with its own and refuses the
+    registration, naming both values, when one differs."""
+    from sparkext import __version__  # here: sparkext/__init__ imports this module
+
+    return {"package_version": __version__, "version": VERSION, "kinds": sorted(wire_codes()),
+            "max_answer_bytes": MAX_ANSWER_BYTES}

@@ -68,7 +68,7 @@ def test_the_wheel_carries_the_jar_and_runs_a_rule_in_a_fresh_virtualenv(tmp_pat
                  "--outdir", tmp_path / "dist", ROOT])
     assert built.returncode == 0, built.stderr[-4000:]
     wheel = next((tmp_path / "dist").glob("sparkext-*.whl"))
-    assert "sparkext/jars/sparkext-shim.jar" in zipfile.ZipFile(wheel).namelist()
+    assert f"sparkext/jars/{Path(sparkext.jar_path()).name}" in zipfile.ZipFile(wheel).namelist()
 
     venv = tmp_path / "venv"
     assert run([sys.executable, "-m", "venv", venv]).returncode == 0

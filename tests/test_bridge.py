@@ -428,7 +428,7 @@ def test_configure_appends_to_existing_jars_and_extensions():
     assert builder._options["spark.sql.extensions"] == (
         "io.delta.sql.DeltaSparkSessionExtension,io.sparkext.SparkextExtensions")
     sparkext.configure(builder)  # idempotent
-    assert builder._options["spark.jars"].count("sparkext-shim.jar") == 1
+    assert builder._options["spark.jars"].count(os.path.basename(sparkext.jar_path())) == 1
 
 
 CONFIGURE_IN_A_FRESH_PROCESS = """

@@ -49,3 +49,20 @@ def test_a_registration_without_a_handshake_is_refused(spark):
     """A package older than the handshake names nothing: the jar says so."""
     with pytest.raises(Exception, match="version: the package has nothing"):
         registry(spark).register(spark._jsparkSession, None, json.dumps({"rules": []}))
+
+
+def test_the_jar_carries_the_package_version_it_was_built_from(spark):
+    assert json.loads(registry(spark).handshake())["package_version"] == sparkext.__version__
+
+
+def test_a_package_and_a_jar_of_different_sparkext_versions_are_refused_at_enable(spark,
+                                                                                   monkeypatch):
+    """A jar left over from another sparkext release (or a package upgraded beside an old
+    jar on the cluster) fails once, naming both versions, instead of misbehaving later."""
+    jar_version = sparkext.__version__  # the test above: the jar's is the package's
+    monkeypatch.setattr(sparkext, "__version__", "0.0.1")
+    with pytest.raises(SparkextError,
+                       match=f'package_version: the package has "0.0.1", the jar "{jar_version}"'):
+        sparkext.enable(spark)
+    monkeypatch.undo()
+    sparkext.enable(spark)

@@ -32,7 +32,9 @@ def main() -> int:
            f"-Dsbt.global.base={CACHE / 'global'}", f"-Dsbt.ivy.home={CACHE / 'ivy2'}",
            "-Dsbt.server.forcestart=false", "-Dsbt.supershell=false", "-Dsbt.log.noformat=true",
            "-Dsbt.batch=true",
-           "-jar", str(launcher()), *sys.argv[1:]]
+           # -Dkey=value (-DsparkLine=3.5): system properties for build.sbt, as sbt's script.
+           *(a for a in sys.argv[1:] if a.startswith("-D")),
+           "-jar", str(launcher()), *(a for a in sys.argv[1:] if not a.startswith("-D"))]
     env = {**os.environ, "COURSIER_CACHE": str(CACHE / "coursier")}
     return subprocess.call(cmd, cwd=ROOT, env=env)
 

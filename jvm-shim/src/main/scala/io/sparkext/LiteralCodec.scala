@@ -10,7 +10,9 @@ import com.fasterxml.jackson.databind.JsonNode
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, ArrayData, GenericArrayData, MapData}
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
+import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String}
+
+import io.sparkext.shims.LiteralShim
 
 /** Literal values <-> JSON. The mapping per Spark SQL type is tabled in docs/wire-format.md. */
 object LiteralCodec {
@@ -19,9 +21,11 @@ object LiteralCodec {
   def supports(dt: DataType): Boolean = dt match {
     case NullType | BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType |
          DoubleType | DateType | TimestampType | TimestampNTZType | BinaryType |
-         CalendarIntervalType | VariantType => true
+         CalendarIntervalType => true
     case _: StringType | _: CharType | _: VarcharType | _: DecimalType => true
-    case _: YearMonthIntervalType | _: DayTimeIntervalType | _: TimeType => true
+    case _: YearMonthIntervalType | _: DayTimeIntervalType => true
+    // TIME and VARIANT exist only on some Spark lines: guards, not type patterns.
+    case t if LiteralShim.isTime(t) || LiteralShim.isVariant(t) => true
     case ArrayType(et, _) => supports(et)
     case MapType(kt, vt, _) => supports(kt) && supports(vt)
     case StructType(fields) => fields.forall(f => supports(f.dataType))
@@ -35,7 +39,7 @@ object LiteralCodec {
    * hands Spark the original.
    */
   def exact(v: Any, dt: DataType): Boolean = v == null || (dt match {
-    case _: StringType | _: CharType | _: VarcharType => v.asInstanceOf[UTF8String].isValid
+    case _: StringType | _: CharType | _: VarcharType => LiteralShim.isValidUtf8(v.asInstanceOf[UTF8String])
     case ArrayType(et, _) => exactElements(v.asInstanceOf[ArrayData], et)
     case MapType(kt, vt, _) =>
       val m = v.asInstanceOf[MapData]
@@ -62,8 +66,9 @@ object LiteralCodec {
       case ByteType => g.writeNumber(v.asInstanceOf[Byte].toInt)
       case ShortType => g.writeNumber(v.asInstanceOf[Short].toInt)
       case IntegerType | DateType | _: YearMonthIntervalType => g.writeNumber(v.asInstanceOf[Int])
-      case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType | _: TimeType =>
+      case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType =>
         g.writeNumber(v.asInstanceOf[Long])
+      case t if LiteralShim.isTime(t) => g.writeNumber(v.asInstanceOf[Long])
       case FloatType =>
         val f = v.asInstanceOf[Float]
         // Float.toString is the shortest text that reads back as the same float.
@@ -76,11 +81,11 @@ object LiteralCodec {
         val c = v.asInstanceOf[CalendarInterval]
         g.writeStartArray(); g.writeNumber(c.months); g.writeNumber(c.days)
         g.writeNumber(c.microseconds); g.writeEndArray()
-      case VariantType =>
-        val vv = v.asInstanceOf[VariantVal]
+      case t if LiteralShim.isVariant(t) =>
+        val (value, metadata) = LiteralShim.variantBytes(v)
         g.writeStartArray()
-        g.writeString(Base64.getEncoder.encodeToString(vv.getValue))
-        g.writeString(Base64.getEncoder.encodeToString(vv.getMetadata))
+        g.writeString(Base64.getEncoder.encodeToString(value))
+        g.writeString(Base64.getEncoder.encodeToString(metadata))
         g.writeEndArray()
       case ArrayType(et, _) =>
         val a = v.asInstanceOf[ArrayData]
@@ -139,8 +144,9 @@ object LiteralCodec {
       case ByteType => StrictJson.long(j, what, Byte.MinValue, Byte.MaxValue).toByte
       case ShortType => StrictJson.long(j, what, Short.MinValue, Short.MaxValue).toShort
       case IntegerType | DateType | _: YearMonthIntervalType => StrictJson.int(j, what)
-      case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType | _: TimeType =>
+      case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType =>
         StrictJson.long(j, what)
+      case t if LiteralShim.isTime(t) => StrictJson.long(j, what)
       case FloatType => floating(j, what).toFloat
       case DoubleType => floating(j, what)
       case _: StringType | _: CharType | _: VarcharType => UTF8String.fromString(StrictJson.text(j, what))
@@ -149,8 +155,8 @@ object LiteralCodec {
       case CalendarIntervalType =>
         new CalendarInterval(StrictJson.int(j.get(0), what), StrictJson.int(j.get(1), what),
           StrictJson.long(j.get(2), what))
-      case VariantType =>
-        new VariantVal(Base64.getDecoder.decode(StrictJson.text(j.get(0), what)),
+      case t if LiteralShim.isVariant(t) =>
+        LiteralShim.variant(Base64.getDecoder.decode(StrictJson.text(j.get(0), what)),
           Base64.getDecoder.decode(StrictJson.text(j.get(1), what)))
       case ArrayType(et, _) =>
         new GenericArrayData(j.asScala.map(read(_, et)).toArray)

@@ -273,10 +273,11 @@ final class ClassCodec(val name: String, val clazz: Class[_], val kinds: Array[K
   private val constructors: Map[Int, Constructor[_]] =
     clazz.getConstructors.toSeq.groupBy(_.getParameterCount).map { case (n, cs) =>
       // Several constructors of one arity: take the one whose parameters fit the kinds.
-      n -> cs.find(c => n != arity || c.getParameterTypes.zip(kinds).forall {
+      val chosen: Constructor[_] = cs.find(c => n != arity || c.getParameterTypes.zip(kinds).forall {
         case (p, k) => Kind.fits(k, p)
       }).getOrElse(cs.head)
-    }
+      n -> chosen
+    }.toMap // Scala 2.12: mapping a Map with a case-lambda yields an Iterable
 
   private val full: Constructor[_] = constructors.getOrElse(arity, null)
 

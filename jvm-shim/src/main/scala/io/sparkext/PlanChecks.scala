@@ -25,14 +25,14 @@ private[sparkext] object PlanChecks {
     Check(t.runtimeClass, must, p => violation(p.asInstanceOf[T]))
 
   private def notBoolean(e: Expression): Option[Expression] =
-    Option.when(e.dataType != BooleanType)(e)
+    Some(e).filter(_.dataType != BooleanType)
 
   /** `checkLimitLikeClause`: a foldable, non-null, non-negative INT. */
   private def badLimit(e: Expression): Option[Expression] =
-    Option.when(!e.foldable || e.dataType != IntegerType || {
+    Some(e).filter(_ => !e.foldable || e.dataType != IntegerType || {
       val v = e.eval()
       v == null || v.asInstanceOf[Int] < 0
-    })(e)
+    })
 
   /** A sort key that is not a SortOrder, or whose type has no ordering (a map). */
   private def unorderable(keys: Seq[Expression]): Option[Expression] = keys.find {
@@ -60,7 +60,7 @@ private[sparkext] object PlanChecks {
     }.isEmpty)),
     check[RepartitionByExpression]("range-partition by orderable SortOrder keys")(r =>
       if (r.partitionExpressions.exists(_.isInstanceOf[SortOrder])) unorderable(r.partitionExpressions) else None),
-    check[Repartition]("have a positive number of partitions")(r => Option.when(r.numPartitions <= 0)(r.numPartitions)),
+    check[Repartition]("have a positive number of partitions")(r => Some(r.numPartitions).filter(_ <= 0)),
     // CheckAnalysis's checkValidGroupingExprs.
     check[Aggregate]("have no aggregate or window function in its grouping expressions")(a =>
       aggregateOrWindow(a.groupingExpressions)),
@@ -68,13 +68,13 @@ private[sparkext] object PlanChecks {
       a.groupingExpressions.find(e => !RowOrdering.isOrderable(e.dataType))),
     check[Aggregate]("group by deterministic expressions")(a => a.groupingExpressions.find(!_.deterministic)),
     check[Generate]("have a generator that outputs its generator output")(g =>
-      Option.when(g.generator.elementSchema.length != g.generatorOutput.length)(g.generator)),
+      Some(g.generator).filter(_.elementSchema.length != g.generatorOutput.length)),
     check[Expand]("have projections of its output's length and types")(e => e.projections.find(p =>
       p.length != e.output.length ||
         p.zip(e.output).exists { case (x, a) => !DataTypeUtils.sameType(x.dataType, a.dataType) })),
     check[Sample]("have bounds with 0 <= lower <= upper (<= 1 without replacement)")(s =>
-      Option.when(s.lowerBound < -Epsilon || s.upperBound - s.lowerBound < -Epsilon ||
-        (!s.withReplacement && s.upperBound > 1 + Epsilon))((s.lowerBound, s.upperBound)))
+      Some((s.lowerBound, s.upperBound)).filter(_ => s.lowerBound < -Epsilon ||
+        s.upperBound - s.lowerBound < -Epsilon || (!s.withReplacement && s.upperBound > 1 + Epsilon)))
   )
 
   private val byClass: Map[Class[_], Seq[Check]] = table.groupBy(_.node)
@@ -88,8 +88,11 @@ private[sparkext] object PlanChecks {
     before.foreach(original.add)
     after.collectFirst(Function.unlift { (p: LogicalPlan) =>
       if (original.contains(p)) None
-      else byClass.getOrElse(p.getClass, Nil).iterator.flatMap(c => c.violation(p).map(v =>
-        s"${p.nodeName} must ${c.must}: $v")).nextOption()
+      else {
+        val problems = byClass.getOrElse(p.getClass, Nil).iterator.flatMap(c => c.violation(p).map(v =>
+          s"${p.nodeName} must ${c.must}: $v"))
+        if (problems.hasNext) Some(problems.next()) else None // no nextOption in Scala 2.12
+      }
     })
   }
 }

@@ -2,11 +2,13 @@ package io.sparkext
 
 import java.util.concurrent.ConcurrentHashMap
 
-import com.fasterxml.jackson.core.{JsonFactory, JsonFactoryBuilder, StreamReadConstraints, StreamWriteConstraints}
+import com.fasterxml.jackson.core.{JsonFactory, JsonFactoryBuilder, StreamReadConstraints}
 import com.fasterxml.jackson.databind.ObjectMapper
 
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.types.DataType
+
+import io.sparkext.shims.SparkShim
 
 /**
  * The wire format, version [[PlanCodec.Version]] (docs/wire-format.md is the reference;
@@ -30,7 +32,7 @@ object PlanCodec {
     // literal that Spark itself holds without complaint.
     b.streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MaxNesting)
       .maxStringLength(PythonChannel.MaxAnswerBytes).build())
-    b.streamWriteConstraints(StreamWriteConstraints.builder().maxNestingDepth(MaxNesting).build())
+    SparkShim.limitWriteNesting(b, MaxNesting)
     b.build()
   }
   private[sparkext] val mapper = new ObjectMapper(factory)
@@ -64,8 +66,8 @@ object PlanCodec {
 
   val joinTypes: Map[String, JoinType] = Map(
     "Inner" -> Inner, "Cross" -> Cross, "LeftOuter" -> LeftOuter, "RightOuter" -> RightOuter,
-    "FullOuter" -> FullOuter, "LeftSemi" -> LeftSemi, "LeftAnti" -> LeftAnti,
-    "LeftSingle" -> LeftSingle)
+    "FullOuter" -> FullOuter, "LeftSemi" -> LeftSemi, "LeftAnti" -> LeftAnti) ++
+    SparkShim.extraJoinTypes
 }
 
 /**

@@ -14,6 +14,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
+import io.sparkext.shims.SparkShim
+
 /**
  * What a [[PlanRebuilder]] may read of one call's encoding: the objects Python refers to
  * by handle (`{"ref": h}`), the attribute table (`{"a": i}`) and the expression ids seen.
@@ -322,6 +324,6 @@ final class PlanEncoder(spec: MirrorSpec) {
     // Some expressions cannot tell their type (generators, unevaluable markers): leave it out.
     try g.writeNumberField("t", typeId(e.dataType)) catch { case NonFatal(_) => }
     try g.writeBooleanField("n", e.nullable) catch { case NonFatal(_) => }
-    if (e.nullIntolerant) g.writeBooleanField("ni", true)
+    if (SparkShim.nullIntolerant(e)) g.writeBooleanField("ni", true)
   }
 }

@@ -1,17 +1,19 @@
 package io.sparkext
 
 import java.io.{EOFException, IOException}
-import java.net.{InetAddress, InetSocketAddress, SocketAddress, StandardProtocolFamily, StandardSocketOptions, UnixDomainSocketAddress}
+import java.net.{InetAddress, InetSocketAddress, SocketAddress, StandardSocketOptions}
 import java.nio.ByteBuffer
 import java.nio.channels.{SelectionKey, Selector, SocketChannel}
 import java.nio.charset.StandardCharsets
 import java.security.{MessageDigest, SecureRandom}
-import java.util.{Arrays, HexFormat}
+import java.util.Arrays
 import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedDeque}
 import javax.crypto.Mac
 import javax.crypto.spec.SecretKeySpec
 
 import scala.util.control.NonFatal
+
+import io.sparkext.shims.NetShim
 
 /**
  * The JVM end of `sparkext/channel.py`: the optimizer's own thread writes a request to the
@@ -124,10 +126,21 @@ object PythonChannel {
    * `tcp:127.0.0.1:<port>`), which knows `secret` (hex).
    */
   def apply(address: String, secret: String): PythonChannel =
-    channels.computeIfAbsent((address, secret), _ => new PythonChannel(parse(address), HexFormat.of().parseHex(secret)))
+    channels.computeIfAbsent((address, secret), _ => new PythonChannel(parse(address), parseHex(secret)))
+
+  /** HexFormat.parseHex, which Java 8 (the Spark 3.5 jars' target) does not have. */
+  private def parseHex(hex: String): Array[Byte] = {
+    def digit(c: Char): Int = {
+      val d = Character.digit(c, 16)
+      if (d < 0) throw new IllegalArgumentException(s"not a hexadecimal digit: $c")
+      d
+    }
+    if (hex.length % 2 != 0) throw new IllegalArgumentException("an odd number of hexadecimal digits")
+    Array.tabulate(hex.length / 2)(i => (digit(hex(2 * i)) << 4 | digit(hex(2 * i + 1))).toByte)
+  }
 
   private def parse(address: String): SocketAddress = {
-    if (address.startsWith("unix:")) return UnixDomainSocketAddress.of(address.stripPrefix("unix:"))
+    if (address.startsWith("unix:")) return NetShim.unixAddress(address.stripPrefix("unix:"))
     val hostPort = address.stripPrefix("tcp:")
     val colon = hostPort.lastIndexOf(':')
     val host = if (colon > 0 && address.startsWith("tcp:")) InetAddress.getByName(hostPort.substring(0, colon)) else null
@@ -180,8 +193,8 @@ object PythonChannel {
 
   private object Connection {
     def open(address: SocketAddress, deadline: Long): Connection = {
-      val unix = address.isInstanceOf[UnixDomainSocketAddress]
-      val ch = if (unix) SocketChannel.open(StandardProtocolFamily.UNIX) else SocketChannel.open()
+      val unix = NetShim.isUnix(address)
+      val ch = NetShim.open(unix)
       val c = try new Connection(ch) catch {
         case t: Throwable =>
           ch.close()
@@ -211,7 +224,8 @@ object PythonChannel {
     private val key = ch.register(selector, SelectionKey.OP_READ)
     private val out = ByteBuffer.allocateDirect(Chunk)
     /** Bytes received and not yet taken, between position and limit. */
-    private val in = ByteBuffer.allocateDirect(Chunk).limit(0)
+    private val in: ByteBuffer = ByteBuffer.allocateDirect(Chunk)
+    in.limit(0) // Java 8's Buffer.limit returns a Buffer
 
     /** The call's frame: key, length, request, written through one buffer in chunks. */
     def send(callKey: Long, request: Array[Byte], deadline: Long): Unit = {

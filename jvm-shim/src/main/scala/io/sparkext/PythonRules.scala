@@ -12,10 +12,12 @@ import com.fasterxml.jackson.databind.JsonNode
 import org.slf4j.LoggerFactory
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, LogicalPlanIntegrity}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.internal.SQLConf
+
+import io.sparkext.shims.SparkShim
 
 /**
  * The Catalyst rule that hands the plan to Python: one call per invocation, never one
@@ -305,12 +307,7 @@ private[sparkext] object BridgeCall {
     if (!same) {
       return Some(s"the output changed from [${a.mkString(", ")}] to [${b.mkString(", ")}]")
     }
-    // validateOptimizedPlan leaves these two to Catalyst's planChangeValidation (off by
-    // default): a rule's attribute that no child produces must not reach execution.
-    PlanChecks.problem(before, after)
-      .orElse(LogicalPlanIntegrity.validateOptimizedPlan(before, after, true))
-      .orElse(LogicalPlanIntegrity.validateNoDanglingReferences(after))
-      .orElse(LogicalPlanIntegrity.validateAggregateExpressions(after))
+    PlanChecks.problem(before, after).orElse(SparkShim.validateIntegrity(before, after))
   }
 }
 

@@ -13,6 +13,8 @@ import org.apache.spark.sql.catalyst.QueryPlanningTracker
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreePattern
 
+import io.sparkext.shims.SparkShim
+
 /** The session configuration keys sparkext reads, all per session and read at every call. */
 object Conf {
   val Enabled = "spark.sparkext.enabled"
@@ -194,9 +196,7 @@ object Sparkext {
 
   /** True when this session's optimizer runs the injected rules (the extension is loaded). */
   def isInstalled(session: SparkSession): Boolean = {
-    val optimizer = session.asInstanceOf[org.apache.spark.sql.classic.SparkSession]
-      .sessionState.optimizer
-    optimizer.batches.exists(_.rules.exists(_.isInstanceOf[PythonRules]))
+    SparkShim.optimizer(session).batches.exists(_.rules.exists(_.isInstanceOf[PythonRules]))
   }
 
   /**
@@ -218,11 +218,12 @@ object Sparkext {
     val version = versions.incrementAndGet()
     s.registration = new Registration(bridge, channel, key, mirror, rules, version)
     s.forget()
-    mapper.writeValueAsString(java.util.Map.of(
-      "version", version,
-      "dropped", dropped.map { case (name, why) =>
-        java.util.Map.of("name", name, "reason", why)
-      }.toArray))
+    // Jackson nodes, not java.util.Map.of: the Spark 3.5 jars target Java 8.
+    val answer = mapper.createObjectNode()
+    answer.put("version", version)
+    val list = answer.putArray("dropped")
+    dropped.foreach { case (name, why) => list.addObject().put("name", name).put("reason", why) }
+    mapper.writeValueAsString(answer)
   }
 
   /**
