@@ -19,12 +19,12 @@ the running Spark's line, and the codec then reads and writes exactly those
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from typing import TypeVar
 
+from sparkext import versions
 from sparkext.kinds import Item, Kind
 
 T = TypeVar("T", bound="TreeNode")
@@ -55,10 +55,8 @@ def spark_line(spark_version: str) -> tuple[int, int]:
     >>> spark_line("4.2.0-preview1"), spark_line("3.5")
     ((4, 2), (3, 5))
     """
-    m = re.match(r"(\d+)\.(\d+)", spark_version)
-    if m is None:
-        raise ValueError(f"not a Spark version: {spark_version!r}")
-    return int(m.group(1)), int(m.group(2))
+    major, minor = versions.spark_line(spark_version).split(".")
+    return int(major), int(minor)
 
 
 def _kind(cls, name: str, code) -> Kind:

@@ -79,7 +79,7 @@ def test_no_version_means_the_newest_line_and_a_newer_line_is_the_newest():
     assert kinds_on("4.3.0") == {e["name"]: e["kinds"] for e in mirror_spec()}
     assert kinds_on("4.4.0-SNAPSHOT") == kinds_on("4.3.0")
     assert spark_line("3.5.9") == (3, 5)
-    with pytest.raises(ValueError, match="not a Spark version"):
+    with pytest.raises(ValueError, match="cannot read a Spark version"):
         spark_line("three")
 
 

@@ -89,5 +89,5 @@ def test_a_first_recording_goes_to_the_line_s_own_file(tmp_path):
 
 
 def test_a_spark_line_must_be_a_version():
-    with pytest.raises(ValueError, match="not a Spark version"):
+    with pytest.raises(ValueError, match="cannot read a Spark version"):
         assert_plan_snapshot(PLAN, "q", directory=".", spark_line="latest")

@@ -33,14 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkext import _tree
+from sparkext import _tree, versions
 
 __all__ = ["DEFAULT_SPARK_LINE", "PlanSnapshotError", "SnapshotStats", "assert_plan_snapshot",
            "diff_plans", "golden_file", "normalize_plan", "plan_text"]
 
 #: The Spark line whose golden files sit directly in ``plans/`` (the newest sparkext
 #: supports); every other line's go in ``plans/spark<line>/``.
-DEFAULT_SPARK_LINE = "4.3"
+DEFAULT_SPARK_LINE = versions.LINES[-1].spark
 
 _EXPR_ID = re.compile(r"#(\d+)L?\b")
 _PLAN_ID = re.compile(r"\bplan_id=\d+")
