@@ -11,6 +11,8 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import sparkext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +65,7 @@ APP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the wheel carries every Spark line's jar: building them takes minutes
 def test_the_wheel_carries_the_jar_and_runs_a_rule_in_a_fresh_virtualenv(tmp_path):
     built = run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
                  "--outdir", tmp_path / "dist", ROOT])

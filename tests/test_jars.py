@@ -5,8 +5,10 @@ jars fails instead of making a jar-less wheel."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -100,9 +102,9 @@ def test_the_local_jar_says_what_it_was_built_from():
         "built_with": line.built_with}
 
 
-def run(*args, env=None, cwd=None):
+def run(*args, env=None, timeout=600):
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
-                          timeout=600, cwd=cwd, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def test_python_m_sparkext_jar_for_a_cluster_and_for_an_unsupported_spark():
@@ -157,3 +159,46 @@ def test_a_jar_is_rebuilt_when_a_source_is_newer_or_it_comes_from_another_versio
         z.writestr(versions.PROPERTIES, build_jar.properties(line).replace("version=", "version=0"))
     os.utime(jar, (newest + 10, newest + 10))
     assert not build_jar.fresh(line, jar)
+
+
+def copy_of_the_tree(into: Path) -> Path:
+    """What a checkout (or the sdist) holds, without any built jar."""
+    tree = into / "tree"
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in listed:
+        if (ROOT / name).is_file() and not name.endswith(".jar"):
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
+    return tree
+
+
+def test_a_wheel_build_that_cannot_build_the_jars_fails_and_makes_no_wheel(tmp_path):
+    """No cached Spark jars and no downloads allowed: the build must stop, say why, and
+    leave no wheel (before, it printed "Successfully built" and made a jar-less one)."""
+    tree = copy_of_the_tree(tmp_path)
+    out = run("-m", "build", "--wheel", "--no-isolation", "--outdir", tmp_path / "dist", tree,
+              env={"SPARKEXT_CACHE": str(tmp_path / "empty-cache"), "SPARKEXT_OFFLINE": "1"})
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert "cannot build the wheel, because a shim jar cannot be built" in text
+    assert "SPARKEXT_OFFLINE forbids downloading them" in text
+    assert not list((tmp_path / "dist").glob("*.whl"))
+
+
+@pytest.mark.slow
+def test_python_m_build_makes_an_sdist_with_the_sources_and_a_wheel_with_every_jar(tmp_path):
+    """The standard build, isolated: sdist, then the wheel from the sdist (which compiles
+    every line's jar; minutes)."""
+    out = run("-m", "build", "--outdir", tmp_path, ROOT, timeout=3600)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
+    sdist = next(tmp_path.glob("sparkext-*.tar.gz"))
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    for line in versions.LINES:
+        assert {p.relative_to(ROOT).as_posix() for p in build_jar.sources(line)} <= names
+    assert {"tools/build_jar.py", "tools/spark_jars.py", "sparkext/versions.py", "setup.py",
+            "build.sbt"} <= names
+    assert not any(n.endswith(".jar") for n in names)
+    wheel = next(tmp_path.glob("sparkext-*.whl"))
+    carried = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".jar")}
+    assert carried == {f"sparkext/jars/{line.jar}" for line in versions.LINES}
