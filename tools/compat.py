@@ -188,9 +188,11 @@ def run_env(env: Env, venv: Path, extra: list[str], timeout: float,
     if env.spark_home:
         environ["SPARK_HOME"] = str(spark_home(env, venv))
     if wheel is None:
-        # The tree's sparkext, first on the path; its pytest plugin named explicitly.
+        # The tree's sparkext, first on the path; its pytest plugin named explicitly, and
+        # the entry point of a sparkext the venv may also see (a wheel a --wheel run left,
+        # the tree's own sparkext.egg-info) kept out: it would register it a second time.
         environ["PYTHONPATH"] = str(ROOT)
-        how = ["-p", "sparkext.testing.pytest_plugin"]
+        how = ["-p", "no:sparkext", "-p", "sparkext.testing.pytest_plugin"]
     else:
         # The installed wheel (its entry point registers the plugin); the tree goes last on
         # the path, for the tests only: conftest.py checks sparkext is not the tree's.
@@ -198,7 +200,8 @@ def run_env(env: Env, venv: Path, extra: list[str], timeout: float,
         environ["SPARKEXT_COMPAT_INSTALLED"] = "1"
         run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", wheel])
         how = ["--import-mode=append"]
-    cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *how,
+    # -P: ``python -m`` would otherwise put the tree (the working directory) first.
+    cmd = [py, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *how,
            "-o", "console_output_style=count", *env.tests, *extra]
     log = CACHE / "compat-logs" / f"{env.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
