@@ -2,6 +2,7 @@
 #   make demo      run examples/quickstart.py (a local Spark job, plans before/after)
 #   make test      the test suite CI runs (fast; slow suites are in test-all)
 #   make test-all  every suite, slow ones included
+#   make test-compat  the compatibility suite on every Spark line (tools/compat.py)
 #   make jar       the Scala shim for the venv's pyspark line, compiled offline with the
 #                  compiler that pyspark ships (sparkext/jars/sparkext-shim-spark4.3_2.13.jar)
 #   make jars      the shim for every supported line (sparkext/versions.py), each against its
@@ -15,7 +16,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LINE   ?= $(shell $(PY) -c "import sparkext.versions as v, pyspark, pathlib; print(v.find(pyspark.__version__, v.scala_of(pathlib.Path(pyspark.__file__).parent / 'jars')).key)" 2>/dev/null)
 
-.PHONY: all venv jar jars jar-sbt demo test test-all bench wheel clean
+.PHONY: all venv jar jars jar-sbt demo test test-all test-compat bench wheel clean
 
 all: jar
 
@@ -47,6 +48,12 @@ test: jar
 
 test-all: jar
 	$(PY) -m pytest -q tests --run-slow
+
+# One virtualenv per Spark line (cached under /root/.cache/sparkext/venvs/), each running
+# tests/compat/ in a real session of that Spark with that line's jar. COMPAT_ARGS: e.g.
+# --only spark4.2_2.13, --skip spark4.3_2.13, --wheel dist/sparkext-X.whl
+test-compat: jars
+	$(PY) tools/compat.py $(COMPAT_ARGS)
 
 bench: jar
 	$(PY) benchmarks/bridge_overhead.py

@@ -7,6 +7,13 @@ expressions, ...: :class:`sparkext.kinds.Kind`; the table is in docs/wire-format
 From that one declaration come
 the wire codec (both directions), ``children``, ``expressions`` and ``with_new_children``,
 and the spec the JVM uses to build the class.
+
+Catalyst's constructors differ between Spark lines (3.5's ``Sort`` has no ``hint``; 4.3's
+``Floor`` gained ``failOnError``). A field declares the line it arrived in
+(``arg("x?", default=None, since="4.0")``) and, when its kind changed, the kind it had
+before (``kind_before=("4.2", "l")``). :func:`mirror_spec` gives the JVM the arguments of
+the running Spark's line, and the codec then reads and writes exactly those
+(``cls._wire_args``); a field absent on the line holds its default.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from typing import TypeVar
 
+from sparkext import versions
 from sparkext.kinds import Item, Kind
 
 T = TypeVar("T", bound="TreeNode")
@@ -25,26 +33,122 @@ T = TypeVar("T", bound="TreeNode")
 MIRRORED: dict[str, type] = {}
 
 
-def arg(kind: Kind | str, default=dataclasses.MISSING, **kw):
+def arg(kind: Kind | str, default=dataclasses.MISSING, *, since: str | None = None,
+        kind_before: tuple[str, Kind | str] | None = None, **kw):
     """A dataclass field that is a Catalyst constructor argument of the given kind (a
-    :class:`~sparkext.kinds.Kind` or its wire code; ``@mirror`` checks it)."""
-    return field(default=default, metadata={"kind": kind}, **kw)
+    :class:`~sparkext.kinds.Kind` or its wire code; ``@mirror`` checks it).
+
+    ``since`` is the Spark line (``"4.0"``) whose constructor first takes the argument: on
+    older lines it is not on the wire and the field holds ``default``, the value Catalyst
+    behaves as if it had. ``kind_before=(line, kind)``: before ``line`` the argument had
+    that other kind (Sample's seed was a ``long`` before 4.2, an ``Option`` since).
+    """
+    if since is not None and default is dataclasses.MISSING:
+        raise TypeError("an argument absent on older Spark lines needs the default it holds there")
+    return field(default=default,
+                 metadata={"kind": kind, "since": since, "kind_before": kind_before}, **kw)
 
 
-def _declared_kinds(cls) -> tuple[tuple[str, Kind], ...]:
-    """``(field, Kind)`` of the class's arguments; an unknown kind fails the declaration."""
-    out = []
+def spark_line(spark_version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a Spark version: ``"3.5.9"``, ``"4.2.0-preview1"``, ``"4.3"``.
+
+    >>> spark_line("4.2.0-preview1"), spark_line("3.5")
+    ((4, 2), (3, 5))
+    """
+    major, minor = versions.spark_line(spark_version).split(".")
+    return int(major), int(minor)
+
+
+def _kind(cls, name: str, code) -> Kind:
+    try:
+        return Kind(code)
+    except ValueError:
+        raise TypeError(f"{cls.__qualname__}.{name}: unknown argument kind {code!r} "
+                        f"(the kinds are {', '.join(k.code for k in Kind)}: "
+                        "sparkext.kinds.Kind)") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class _LineArg:
+    """How one argument differs between Spark lines."""
+
+    name: str
+    default: object
+    since: tuple[int, int] | None
+    kind_before: tuple[tuple[int, int], Kind] | None
+
+    def kind_on(self, kind: Kind, line: tuple[int, int] | None) -> Kind | None:
+        """The argument's kind on ``line`` (None: the newest), None when it is absent."""
+        if line is None:
+            return kind
+        if self.since is not None and line < self.since:
+            return None
+        if self.kind_before is not None and line < self.kind_before[0]:
+            return self.kind_before[1]
+        return kind
+
+
+def _declared_kinds(cls) -> tuple[tuple[tuple[str, Kind], ...], tuple[_LineArg, ...]]:
+    """``(field, Kind)`` of the class's arguments (as the newest Spark line takes them), and
+    how those that differ between lines do; an unknown kind fails the declaration."""
+    out, lines, absent_before = [], [], False
     for f in dataclasses.fields(cls):
         if "kind" not in f.metadata:
             continue
-        code = f.metadata["kind"]
-        try:
-            out.append((f.name, Kind(code)))
-        except ValueError:
-            raise TypeError(f"{cls.__qualname__}.{f.name}: unknown argument kind {code!r} "
-                            f"(the kinds are {', '.join(k.code for k in Kind)}: "
-                            "sparkext.kinds.Kind)") from None
-    return tuple(out)
+        out.append((f.name, _kind(cls, f.name, f.metadata["kind"])))
+        since, before = f.metadata.get("since"), f.metadata.get("kind_before")
+        if since is not None or before is not None:
+            lines.append(_LineArg(
+                f.name, f.default, None if since is None else spark_line(since),
+                None if before is None else (spark_line(before[0]),
+                                             _kind(cls, f.name, before[1]))))
+        if since is not None:
+            absent_before = True
+        elif absent_before:
+            # The codec builds a node from the arguments on the wire by position: those
+            # absent on a line can only be the last ones.
+            raise TypeError(f"{cls.__qualname__}.{f.name} follows an argument absent on older "
+                            "Spark lines: such arguments must come last")
+    return tuple(out), tuple(lines)
+
+
+#: The Spark line the codec speaks (None: the newest, every declared argument), set by
+#: :func:`mirror_spec`. A Python process talks to one JVM, so there is one.
+_active_line: tuple[int, int] | None = None
+#: Caches derived from ``_wire_args`` (the codec's readers and writers), emptied when the
+#: line changes: :func:`wire_cache`.
+_WIRE_CACHES: list[dict] = []
+
+
+def wire_cache() -> dict:
+    """A dict for values derived from classes' ``_wire_args``, emptied when they change."""
+    cache: dict = {}
+    _WIRE_CACHES.append(cache)
+    return cache
+
+
+def line_args(cls, line: tuple[int, int] | None):
+    """``(wire args, absent)`` of a mirror class on a Spark line: the ``(field, Kind)`` the
+    line's constructor takes, in order, and the ``(field, default)`` it does not take."""
+    if not cls._line_args:
+        return cls._args, ()
+    differ = {a.name: a for a in cls._line_args}
+    wire, absent = [], []
+    for name, kind in cls._args:
+        a = differ.get(name)
+        k = kind if a is None else a.kind_on(kind, line)
+        if k is None:
+            absent.append((name, a.default))
+        else:
+            wire.append((name, k))
+    return tuple(wire), tuple(absent)
+
+
+def _speak(cls, line) -> None:
+    wire, absent = line_args(cls, line)
+    cls._wire_args = wire
+    cls._wire_names = tuple(n for n, _ in wire)
+    cls._absent = absent
 
 
 def mirror(spark_class: str, *, pattern: str | None = None, special: bool = False):
@@ -57,11 +161,13 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
 
     def wrap(cls):
         cls = dataclasses.dataclass(frozen=True, slots=True, repr=False)(cls)
-        args = _declared_kinds(cls)
+        args, line_args_ = _declared_kinds(cls)
         cls._spark_class = spark_class
         cls._wire = spark_class.rsplit(".", 1)[1]
         cls._args = args
         cls._arg_names = tuple(n for n, _ in args)
+        cls._line_args = line_args_
+        _speak(cls, _active_line)
         cls._special = special
         cls._pattern = pattern
         # Plans' children are plans; expressions' children are expressions.
@@ -124,6 +230,8 @@ def _lazy_class(cls: type) -> type:
             fill, raw = self._cache[_PENDING]
             for name, value in fill(cls, raw):
                 object.__setattr__(self, name, value)
+            for name, value in cls._absent:  # not on this Spark line's wire
+                object.__setattr__(self, name, value)
             if post_init is not None:
                 post_init(self)
             del self._cache[_PENDING]
@@ -158,10 +266,24 @@ def _lazy_class(cls: type) -> type:
     return twin
 
 
-def mirror_spec() -> list[dict]:
-    """What the JVM needs to build every mirror class: name, Catalyst class, argument kinds."""
+def mirror_spec(spark_version: str | None = None) -> list[dict]:
+    """What the JVM needs to build every mirror class: name, Catalyst class, and the
+    argument kinds its constructor takes in ``spark_version`` (the version the JVM reports;
+    None: the newest line, every declared argument).
+
+    It also makes this line the one the codec speaks: the spec sent to a JVM and the
+    arguments the codec reads and writes cannot disagree. One process talks to one JVM.
+    """
+    global _active_line
+    line = None if spark_version is None else spark_line(spark_version)
+    if line != _active_line:
+        _active_line = line
+        for c in MIRRORED.values():
+            _speak(c, line)
+        for cache in _WIRE_CACHES:
+            cache.clear()
     return [{"name": c._wire, "cls": c._spark_class,
-             "kinds": None if c._special else [k.code for _, k in c._args]}
+             "kinds": None if c._special else [k.code for _, k in c._wire_args]}
             for c in MIRRORED.values()]
 
 

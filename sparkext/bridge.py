@@ -183,17 +183,10 @@ def registration(batches: Iterable[Batch], channel, spark_version: str | None = 
         "channel": channel.address(channel.add(bridge)),
         "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns)}
                   for r in rules],
-        "mirror": _mirror_for(spark_version),
+        # the constructors of the running Spark's line (None: the newest line)
+        "mirror": mirror_spec(spark_version),
     }
     return Registration(bridge, rules, spec)
-
-
-def _mirror_for(spark_version: str | None) -> list[dict]:
-    # Per-Spark-line mirrors (issue 14) make mirror_spec take the version of the JVM's
-    # Spark; until that lands here, it takes none and describes the Spark it was built for.
-    if spark_version is not None and inspect.signature(mirror_spec).parameters:
-        return mirror_spec(spark_version)
-    return mirror_spec()
 
 
 def split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:

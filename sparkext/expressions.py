@@ -719,11 +719,13 @@ class UnaryMinus(UnaryWithFailOnError, SameTypeAsChild):
         return None
 
 
+@dataclass(frozen=True, slots=True, repr=False)
 class _RoundsDecimal(UnaryWithFailOnError):
     """floor and ceil: increasing in a decimal, not strictly (each maps a range to one
     integer); not claimed for floating point (NaN)."""
 
-    __slots__ = ()
+    # Catalyst's Floor and Ceil take failOnError since 4.3 (before, they cannot fail).
+    fail_on_error: bool = arg("b", default=False, since="4.3")
     null_intolerant_class = True
 
     def ordering_fact(self) -> OrderingFact | None:

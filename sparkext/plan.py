@@ -223,7 +223,7 @@ class Aggregate(LogicalPlan):
     grouping_expressions: tuple[Expression, ...] = arg("es")
     aggregate_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
-    hint: Value | None = arg("x?", default=None)
+    hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
     @property
     def output(self):
@@ -240,7 +240,7 @@ class Sort(LogicalPlan):
     order: tuple[SortOrder, ...] = arg("es")
     is_global: bool = arg("b")
     child: LogicalPlan = arg("p")
-    hint: Value | None = arg("x?", default=None)
+    hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
 
 @mirror(_L + "GlobalLimit", pattern="LIMIT")
@@ -272,7 +272,7 @@ class Window(LogicalPlan):
     partition_spec: tuple[Expression, ...] = arg("es")
     order_spec: tuple[SortOrder, ...] = arg("es")
     child: LogicalPlan = arg("p")
-    hint: Value | None = arg("x?", default=None)
+    hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
     @property
     def output(self):
@@ -308,7 +308,7 @@ class Deduplicate(LogicalPlan):
 
     keys: tuple[AttributeReference, ...] = arg("es")
     child: LogicalPlan = arg("p")
-    spec: Value | None = arg("x?", default=None)
+    spec: Value | None = arg("x?", default=None, since="4.3")
 
 
 @mirror(_L + "Generate", pattern="GENERATE")
@@ -425,9 +425,10 @@ class Sample(LogicalPlan):
     lower_bound: float = arg("d")
     upper_bound: float = arg("d")
     with_replacement: bool = arg("b")
-    seed: int | None = arg("l?")
+    # Before 4.2 the seed is a plain long (never None) and there is no sample method.
+    seed: int | None = arg("l?", kind_before=("4.2", "l"))
     child: LogicalPlan = arg("p")
-    sample_method: Value | None = arg("x", default=None)
+    sample_method: Value | None = arg("x", default=None, since="4.2")
 
     @property
     def deterministic(self) -> bool:

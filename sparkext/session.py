@@ -341,7 +341,7 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     # (sparkext/channel.py), as they do to a rule worker the JVM starts (sparkext/worker.py).
     ensure_callback_server_started(spark.sparkContext._gateway)
     java = spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version")
-    reg = registration(batches, channel(java))
+    reg = registration(batches, channel(java), spark.version)
     bridge, all_rules, spec = reg.bridge, reg.rules, reg.spec
     try:
         answer = json.loads(registry.register(jsession, bridge, json.dumps(spec)))

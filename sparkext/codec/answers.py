@@ -8,6 +8,7 @@ answer's own table is its list of types.
 
 from __future__ import annotations
 
+from sparkext import _tree
 from sparkext.codec.errors import WireError
 from sparkext.codec.literals import type_value, value_out
 from sparkext.codec.requests import Decoded
@@ -39,7 +40,7 @@ class AnswerEncoder:
     #: Item -> how one item is written (set below the class, per subclass); mirror class ->
     #: (field, writer) per argument, composed once per class (Kind.encoder)
     items: dict = {}
-    writers: dict[type, tuple] = {}
+    writers: dict[type, tuple] = _tree.wire_cache()
 
     def __init__(self, decoded: Decoded | None):
         self.d = decoded
@@ -60,12 +61,18 @@ class AnswerEncoder:
     def args(self, node) -> list:
         cls = type(node)
         writers = self.writers.get(cls) or self._writers_of(cls)
+        for name, default in cls._absent:
+            # This Spark line's constructor has no such argument: a value other than the
+            # one Catalyst behaves as if it had cannot be sent.
+            if getattr(node, name) != default:
+                raise WireError(f"{cls.__name__}.{name} is not an argument in this Spark "
+                                f"line; it can only be {default!r}")
         return [write(self, getattr(node, name)) for name, write in writers]
 
     @classmethod
     def _writers_of(cls, node_cls: type) -> tuple:
         writers = cls.writers[node_cls] = tuple(
-            (name, kind.encoder(cls.items)) for name, kind in node_cls._args)
+            (name, kind.encoder(cls.items)) for name, kind in node_cls._wire_args)
         return writers
 
     # -- hooks -----------------------------------------------------------------------------

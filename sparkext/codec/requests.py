@@ -171,7 +171,7 @@ class Decoded:
         return self._keep(obj, h)
 
     def _node_fields(self, cls, p: list):
-        return zip(cls._arg_names, self._args(cls, p))
+        return zip(cls._wire_names, self._args(cls, p))
 
     def _args(self, cls, p: list) -> list:
         readers = _READERS.get(cls) or _readers_of(cls)
@@ -244,11 +244,11 @@ ITEM_READERS = {
     Item.VALUE: _value_arg_in, Item.JOIN_TYPE: join_type_in, Item.ALIAS_ID: _alias_id_in,
     Item.PLAIN: plain, Item.SPECIAL: special,
 }
-#: mirror class -> one reader per argument, composed once per class: decoding a node is
-#: then one call per field, with no dispatch on its kind.
-_READERS: dict[type, tuple] = {}
+#: mirror class -> one reader per argument on the wire (the Spark line's), composed once
+#: per class: decoding a node is then one call per field, with no dispatch on its kind.
+_READERS: dict[type, tuple] = _tree.wire_cache()
 
 
 def _readers_of(cls: type) -> tuple:
-    readers = _READERS[cls] = tuple(kind.decoder(ITEM_READERS) for _, kind in cls._args)
+    readers = _READERS[cls] = tuple(kind.decoder(ITEM_READERS) for _, kind in cls._wire_args)
     return readers

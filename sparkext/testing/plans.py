@@ -11,6 +11,12 @@ The first run (or ``pytest --sparkext-update-plans``, or ``SPARKEXT_UPDATE_PLANS
 writes the golden file; later runs compare against it and fail with a unified diff,
 leaving ``<name>.actual.txt`` beside the golden file.
 
+Plans differ between Spark lines, so golden files are kept per line, as Spark's
+PlanStabilitySuite and Comet keep theirs: ``plans/<name>.txt`` is the file of the default
+line (:data:`DEFAULT_SPARK_LINE`), ``plans/spark3.5/<name>.txt`` that of Spark 3.5. A line
+with no file of its own is checked against the nearest older line's, else the default's;
+updating writes a line's own file only where its plan differs from that fallback.
+
 Why not syrupy: its storage (``__snapshots__/<module>/<test>``), update flag and report
 are its own; plan snapshots want one readable file per plan next to the test, named by
 the caller, an ``.actual.txt`` to diff by hand, and the update flag shared with the rest
@@ -27,8 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PlanSnapshotError", "SnapshotStats", "assert_plan_snapshot", "diff_plans",
-           "normalize_plan", "plan_text"]
+from sparkext import _tree, versions
+
+__all__ = ["DEFAULT_SPARK_LINE", "PlanSnapshotError", "SnapshotStats", "assert_plan_snapshot",
+           "diff_plans", "golden_file", "normalize_plan", "plan_text"]
+
+#: The Spark line whose golden files sit directly in ``plans/`` (the newest sparkext
+#: supports); every other line's go in ``plans/spark<line>/``.
+DEFAULT_SPARK_LINE = versions.LINES[-1].spark
 
 _EXPR_ID = re.compile(r"#(\d+)L?\b")
 _PLAN_ID = re.compile(r"\bplan_id=\d+")
@@ -123,31 +135,81 @@ def _caller_directory() -> Path:
     return Path.cwd()
 
 
+def _spark_line_of(df) -> str:
+    """The line of the Spark that planned ``df`` (its session's), else of the local pyspark."""
+    session = getattr(df, "sparkSession", None)
+    version = getattr(session, "version", None)
+    if not isinstance(version, str):
+        import pyspark
+
+        version = pyspark.__version__
+    return "%d.%d" % _tree.spark_line(version)
+
+
+def _line_files(folder: Path, name: str) -> dict[tuple[int, int], Path]:
+    """line -> its own golden file of ``name``, for the lines that have one."""
+    files = {}
+    default = folder / "plans" / f"{name}.txt"
+    if default.exists():
+        files[_tree.spark_line(DEFAULT_SPARK_LINE)] = default
+    for sub in (folder / "plans").glob(f"spark*/{name}.txt"):
+        try:
+            files[_tree.spark_line(sub.parent.name[len("spark"):])] = sub
+        except ValueError:
+            continue
+    return files
+
+
+def golden_file(folder: str | os.PathLike, name: str,
+                spark_line: str) -> tuple[Path, Path | None]:
+    """``(own, used)`` for a snapshot on a Spark line: ``own`` is the line's own golden file
+    (``plans/<name>.txt`` for the default line, ``plans/spark<line>/<name>.txt`` for the
+    others), ``used`` the file it is checked against: its own, else the nearest older
+    line's, else the default line's (None when there is none)."""
+    folder, line = Path(folder), _tree.spark_line(spark_line)
+    default = folder / "plans" / f"{name}.txt"
+    own = default if line == _tree.spark_line(DEFAULT_SPARK_LINE) else \
+        folder / "plans" / f"spark{line[0]}.{line[1]}" / f"{name}.txt"
+    files = _line_files(folder, name)
+    older = [v for v in files if v <= line]
+    if older:
+        return own, files[max(older)]
+    return own, default if default.exists() else None
+
+
 def assert_plan_snapshot(df, name: str, kind: str = "optimized", *,
                          directory: str | os.PathLike | None = None,
                          update: bool | None = None,
                          stats: SnapshotStats | None = None,
-                         normalize: Callable[[str], str] | None = None) -> None:
-    """Compares ``df``'s normalised plan with the golden file ``plans/<name>.txt``.
+                         normalize: Callable[[str], str] | None = None,
+                         spark_line: str | None = None) -> None:
+    """Compares ``df``'s normalised plan with its golden file in ``plans/``.
+
+    ``spark_line`` (``"3.5"``; default: the line of the Spark that planned ``df``) picks
+    the file: ``plans/<name>.txt`` on the default line (:data:`DEFAULT_SPARK_LINE`),
+    ``plans/spark<line>/<name>.txt`` on another, and a line without its own file is
+    checked against the nearest older line's, else the default line's
+    (:func:`golden_file`).
 
     ``directory`` is where ``plans/`` lives (default: next to the calling test file).
-    ``update`` (default: ``SPARKEXT_UPDATE_PLANS``) writes the golden file instead of
-    comparing. A missing golden file is written and counted as updated. On a mismatch,
-    ``plans/<name>.actual.txt`` is written beside it and :class:`PlanSnapshotError` says
-    what changed.
+    ``update`` (default: ``SPARKEXT_UPDATE_PLANS``) writes the line's own golden file
+    instead of comparing, unless the plan equals the file it would fall back to (then the
+    line's own file is removed: it would only repeat it). A missing golden file is
+    written and counted as updated. On a mismatch, ``<name>.actual.txt`` is written
+    beside the line's own file and :class:`PlanSnapshotError` says what changed.
     """
     __tracebackhide__ = True  # pytest: show the diff, not this function
     if not re.fullmatch(r"[\w.\-]+", name):
         raise ValueError(f"snapshot name {name!r}: use letters, digits, '_', '-', '.'")
     folder = Path(directory) if directory is not None else _caller_directory()
-    golden = folder / "plans" / f"{name}.txt"
-    actual_file = golden.with_name(f"{name}.actual.txt")
+    line = spark_line if spark_line is not None else _spark_line_of(df)
+    own, golden = golden_file(folder, name, line)
+    actual_file = own.with_name(f"{name}.actual.txt")
     text = (normalize or normalize_plan)(plan_text(df, kind))
     update = _updating() if update is None else update
     stats = stats if stats is not None else SnapshotStats()
-    if update or not golden.exists():
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text)
+    if update or golden is None:
+        _write_golden(folder, name, line, own, text)
         actual_file.unlink(missing_ok=True)
         stats.updated += 1
         return
@@ -156,10 +218,23 @@ def assert_plan_snapshot(df, name: str, kind: str = "optimized", *,
     if expected == text:
         actual_file.unlink(missing_ok=True)
         return
+    actual_file.parent.mkdir(parents=True, exist_ok=True)
     actual_file.write_text(text)
     stats.failed.append(name)
     raise PlanSnapshotError(
-        f"the {kind} plan of {name!r} differs from {golden}:\n"
+        f"the {kind} plan of {name!r} on Spark {line} differs from {golden}:\n"
         f"{diff_plans(expected, text, str(golden), str(actual_file))}\n"
         f"If the new plan is right, rerun with --sparkext-update-plans "
-        f"(or SPARKEXT_UPDATE_PLANS=1).")
+        f"(or SPARKEXT_UPDATE_PLANS=1): it writes {own}.")
+
+
+def _write_golden(folder: Path, name: str, line: str, own: Path, text: str) -> None:
+    """Writes the line's own file, or removes it when the fallback already says ``text``
+    (as Comet's plan regeneration does): a per-line file exists only where plans differ."""
+    if own != folder / "plans" / f"{name}.txt":
+        own.unlink(missing_ok=True)
+        _, fallback = golden_file(folder, name, line)
+        if fallback is not None and fallback.read_text() == text:
+            return
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text(text)

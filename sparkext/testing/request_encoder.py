@@ -8,6 +8,7 @@ request; this encoder is the answer encoder with the hooks that differ.
 
 from __future__ import annotations
 
+from sparkext import _tree
 from sparkext.codec.answers import AnswerEncoder, item_writers
 from sparkext.codec.errors import WireError
 from sparkext.codec.requests import Decoded
@@ -19,7 +20,7 @@ from sparkext.wire import VERSION
 class RequestEncoder(AnswerEncoder):
     """Every object in full, with its handle, type and what Catalyst said of it."""
 
-    writers: dict[type, tuple] = {}
+    writers: dict[type, tuple] = _tree.wire_cache()
 
     def __init__(self, decoded: Decoded):
         super().__init__(decoded)
