@@ -1,0 +1,70 @@
+"""Starting the eco_*_app.py applications from a test and reading what they wrote.
+
+Each mode runs in its own Python process (and so its own JVM), all modes at once: the
+JVM start and the Ivy resolution dominate, and they overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import sparkext
+
+HERE = Path(__file__).resolve().parent
+#: A first run downloads the format's jars into the Ivy cache; later runs take ~1 minute.
+DEADLINE_SECONDS = 600
+
+
+def _env() -> dict[str, str]:
+    # The applications import the same sparkext as this test (the tree or an installed
+    # wheel), whatever put it on this process's path.
+    source = str(Path(sparkext.__file__).resolve().parent.parent)
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source, path) if p),
+            "PYSPARK_PYTHON": sys.executable}
+
+
+def run_modes(app: str, modes: list[str], workdir: Path) -> dict[str, dict]:
+    """Runs ``app`` once per mode, concurrently; returns each mode's JSON result. A run
+    that fails or overruns fails the test with the end of its output."""
+    started = {}
+    for mode in modes:
+        folder = workdir / mode
+        folder.mkdir(parents=True)
+        log = open(folder / "output.log", "wb")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / app), mode, str(folder / "result.json"), str(folder)],
+            cwd=HERE, env=_env(), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)  # its own process group: it and its JVM stop together
+        started[mode] = (proc, log, folder)
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    failures, results = [], {}
+    try:
+        for mode, (proc, log, folder) in started.items():
+            try:
+                code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                code = None
+                failures.append(f"{mode}: still running after {DEADLINE_SECONDS} s")
+            output = (folder / "output.log").read_text(errors="replace")
+            if code == 0:
+                results[mode] = json.loads((folder / "result.json").read_text())
+            elif code is not None:
+                failures.append(f"{mode}: exit code {code}; the end of its output:\n"
+                                + "\n".join(output.splitlines()[-40:]))
+    finally:
+        # An overrun, a failure elsewhere or an interrupt leaves no application behind.
+        for proc, log, _ in started.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            log.close()
+    if failures:
+        raise AssertionError("\n\n".join(failures))
+    return results
