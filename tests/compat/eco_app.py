@@ -96,14 +96,16 @@ def sort_keys(df) -> list[list[str]]:
 
 
 def generate(spark):
-    """1000 rows with NULLs in both value columns; the same in every run."""
+    """1000 rows with NULLs in both value columns, the same in every run, written out of
+    id order (so that a file in id order was sorted by its writer)."""
     return spark.sql("""
         SELECT id,
                CASE WHEN id % 17 = 0 THEN NULL
                     ELSE element_at(array('a', 'b', 'c', 'd'), CAST(id % 4 + 1 AS INT)) END AS grp,
                CASE WHEN id % 23 = 0 THEN NULL
                     ELSE CAST((id * 37) % 1000 / 10.0 AS DECIMAL(10, 2)) END AS amount
-        FROM range(1000)""")
+        FROM range(1000)
+        ORDER BY (id * 7919) % 1000""")
 
 
 def changes(table: str) -> list[str]:

@@ -68,3 +68,29 @@ def run_modes(app: str, modes: list[str], workdir: Path) -> dict[str, dict]:
     if failures:
         raise AssertionError("\n\n".join(failures))
     return results
+
+
+#: The sort keys of each query's optimized plan without sparkext, and with its rules:
+#: simplify_sort_keys drops ``grp`` (constant under ``grp = 'a'``); eliminate_sorts removes
+#: the sort over data cached in that order.
+KEYS = {
+    "filtered sorted": ([["grp ASC NULLS FIRST", "id ASC NULLS FIRST"]],
+                        [["id ASC NULLS FIRST"]]),
+    "sorted cache": ([["id ASC NULLS FIRST"]], []),
+}
+
+
+def assert_plain(plain: dict, query: str) -> None:
+    """Without sparkext nothing rewrites the query: what the other runs are measured by."""
+    assert plain[query]["keys"] == KEYS[query][0]
+    assert plain[query]["rows"], "the query must return rows for the comparison to mean anything"
+
+
+def assert_rewritten(run: dict, plain: dict, query: str) -> None:
+    """sparkext's rules rewrote the query (the plan and the bridge's counters say so) and
+    it returned exactly the rows of the run without sparkext, in the same order."""
+    got = run[query]
+    assert got["keys"] == KEYS[query][1]
+    assert got["metrics"]["accepted"] >= 1
+    assert got["metrics"]["rejected"] == got["metrics"]["python_errors"] == 0
+    assert got["rows"] == plain[query]["rows"]

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("delta", reason="needs delta-spark (make test-compat's Delta venv)")
 
-from tests.compat.eco_runs import run_modes  # noqa: E402
+from tests.compat.eco_runs import KEYS, assert_plain, assert_rewritten, run_modes  # noqa: E402
 
 import sparkext  # noqa: E402
 
@@ -35,12 +35,10 @@ def runs(tmp_path_factory):
                      tmp_path_factory.mktemp("delta"))
 
 
-def test_plain_delta_keeps_both_sorts(runs):
-    # Without sparkext nothing removes them: what the other runs are measured against.
-    plain = runs["plain"]
-    assert plain["extensions"] == DELTA
-    assert plain["filtered sorted"]["keys"] == [["grp ASC NULLS FIRST", "id ASC NULLS FIRST"]]
-    assert plain["sorted cache"]["keys"] == [["id ASC NULLS FIRST"]]
+@pytest.mark.parametrize("query", KEYS)
+def test_plain_delta_keeps_both_sorts(runs, query):
+    assert runs["plain"]["extensions"] == DELTA
+    assert_plain(runs["plain"], query)
 
 
 @pytest.mark.parametrize("mode", WITH_SPARKEXT)
@@ -56,20 +54,7 @@ def test_delta_merge_and_update_work_beside_sparkext(runs, mode):
     assert runs[mode]["table"] == runs["plain"]["table"]
 
 
+@pytest.mark.parametrize("query", KEYS)
 @pytest.mark.parametrize("mode", WITH_SPARKEXT)
-def test_constant_sort_key_dropped_over_a_delta_scan(runs, mode):
-    query = runs[mode]["filtered sorted"]
-    assert query["keys"] == [["id ASC NULLS FIRST"]]
-    assert query["metrics"]["accepted"] >= 1
-    assert query["metrics"]["rejected"] == query["metrics"]["python_errors"] == 0
-    assert query["rows"] == runs["plain"]["filtered sorted"]["rows"]
-    assert query["rows"], "the query must return rows for the comparison to mean anything"
-
-
-@pytest.mark.parametrize("mode", WITH_SPARKEXT)
-def test_sort_over_cached_sorted_delta_data_removed(runs, mode):
-    query = runs[mode]["sorted cache"]
-    assert query["keys"] == []
-    assert query["metrics"]["accepted"] >= 1
-    assert query["rows"] == runs["plain"]["sorted cache"]["rows"]
-    assert query["rows"]
+def test_sorted_query_over_delta_rewritten_with_the_same_rows(runs, mode, query):
+    assert_rewritten(runs[mode], runs["plain"], query)
