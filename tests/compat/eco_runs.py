@@ -80,8 +80,16 @@ KEYS = {
 }
 
 
-def assert_plain(plain: dict, query: str) -> None:
+def extension_orders(mode: str, other: str) -> dict[str, str]:
+    """The two modes with sparkext (``mode`` with the other extension first, and
+    ``sparkext-first``) and the ``spark.sql.extensions`` each must start its session with."""
+    return {mode: f"{other},{sparkext.EXTENSION_CLASS}",
+            "sparkext-first": f"{sparkext.EXTENSION_CLASS},{other}"}
+
+
+def assert_plain(plain: dict, query: str, extension: str) -> None:
     """Without sparkext nothing rewrites the query: what the other runs are measured by."""
+    assert plain["extensions"] == extension
     assert plain[query]["keys"] == KEYS[query][0]
     assert plain[query]["rows"], "the query must return rows for the comparison to mean anything"
 

@@ -18,15 +18,16 @@ import pytest
 
 pytest.importorskip("delta", reason="needs delta-spark (make test-compat's Delta venv)")
 
-from tests.compat.eco_runs import KEYS, assert_plain, assert_rewritten, run_modes  # noqa: E402
-
-import sparkext  # noqa: E402
+from tests.compat.eco_runs import (  # noqa: E402
+    KEYS,
+    assert_plain,
+    assert_rewritten,
+    extension_orders,
+    run_modes,
+)
 
 DELTA = "io.delta.sql.DeltaSparkSessionExtension"
-WITH_SPARKEXT = {
-    "delta-first": f"{DELTA},{sparkext.EXTENSION_CLASS}",
-    "sparkext-first": f"{sparkext.EXTENSION_CLASS},{DELTA}",
-}
+WITH_SPARKEXT = extension_orders("delta-first", DELTA)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,7 @@ def runs(tmp_path_factory):
 
 @pytest.mark.parametrize("query", KEYS)
 def test_plain_delta_keeps_both_sorts(runs, query):
-    assert runs["plain"]["extensions"] == DELTA
-    assert_plain(runs["plain"], query)
+    assert_plain(runs["plain"], query, DELTA)
 
 
 @pytest.mark.parametrize("mode", WITH_SPARKEXT)

@@ -24,15 +24,16 @@ if not pyspark.__version__.startswith("4.1."):
                 f"{pyspark.__version__} (make test-compat's Iceberg venv)",
                 allow_module_level=True)
 
-from tests.compat.eco_runs import KEYS, assert_plain, assert_rewritten, run_modes  # noqa: E402
-
-import sparkext  # noqa: E402
+from tests.compat.eco_runs import (  # noqa: E402
+    KEYS,
+    assert_plain,
+    assert_rewritten,
+    extension_orders,
+    run_modes,
+)
 
 ICEBERG = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-WITH_SPARKEXT = {
-    "iceberg-first": f"{ICEBERG},{sparkext.EXTENSION_CLASS}",
-    "sparkext-first": f"{sparkext.EXTENSION_CLASS},{ICEBERG}",
-}
+WITH_SPARKEXT = extension_orders("iceberg-first", ICEBERG)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +44,7 @@ def runs(tmp_path_factory):
 
 @pytest.mark.parametrize("query", KEYS)
 def test_plain_iceberg_keeps_both_sorts(runs, query):
-    assert runs["plain"]["extensions"] == ICEBERG
-    assert_plain(runs["plain"], query)
+    assert_plain(runs["plain"], query, ICEBERG)
 
 
 @pytest.mark.parametrize("mode", WITH_SPARKEXT)
