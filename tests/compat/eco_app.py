@@ -13,6 +13,8 @@ queries that sparkext's ordering rules rewrite:
 It writes what it saw (rows, sort keys of the optimized plans, bridge metrics, the table's
 history) to a JSON file; the test compares a run without sparkext with runs that have it.
 The format-specific parts (builder, table name, SQL dialect checks) come from the caller.
+sparkext comes from ``PYTHONPATH`` (eco_runs.py passes the test's own: the tree's package
+or an installed wheel).
 """
 
 from __future__ import annotations
@@ -26,9 +28,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-# The tree's root, for `import sparkext` when the venv has only pyspark and the format.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 #: Where spark.jars.packages keeps its Ivy cache: outside the tree, shared between runs.
 IVY_DIR = os.environ.get("SPARKEXT_IVY_DIR", "/root/.cache/sparkext/ivy")
