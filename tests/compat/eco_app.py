@@ -61,6 +61,11 @@ def builder_with(conf: dict[str, str]):
     return builder
 
 
+def started(workdir: str) -> None:
+    """Tells eco_runs.py the session is up (the packages are in the Ivy cache)."""
+    Path(workdir, "started").touch()
+
+
 def _plain(value):
     if isinstance(value, decimal.Decimal):
         return str(value)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from eco_app import STRICT_CONF, builder_with, finish, generate, run
+from eco_app import STRICT_CONF, builder_with, finish, generate, run, started
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CONF = {
@@ -52,7 +52,8 @@ def main(mode: str, out: str, workdir: str) -> None:
 
     clock = time.monotonic()
     spark = session(mode)
-    started = round(time.monotonic() - clock, 1)
+    session_seconds = round(time.monotonic() - clock, 1)
+    started(workdir)
     spark.sparkContext.setLogLevel("ERROR")
     if mode != "plain":
         # Before the first write: Delta's own queries (the MERGE's join, the UPDATE's
@@ -71,7 +72,7 @@ def main(mode: str, out: str, workdir: str) -> None:
 
     result = run(spark, mode != "plain", table,
                  lambda: spark.read.format("delta").load(path), history)
-    result["seconds"].update(session=started, write=written)
+    result["seconds"].update(session=session_seconds, write=written)
     finish(out, result)
     spark.stop()
 

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from eco_app import STRICT_CONF, builder_with, finish, generate, run
+from eco_app import STRICT_CONF, builder_with, finish, generate, run, started
 
 ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
@@ -67,7 +67,8 @@ def main(mode: str, out: str, workdir: str) -> None:
 
     clock = time.monotonic()
     spark = session(mode, workdir)
-    started = round(time.monotonic() - clock, 1)
+    session_seconds = round(time.monotonic() - clock, 1)
+    started(workdir)
     spark.sparkContext.setLogLevel("ERROR")
     if mode != "plain":
         sparkext.enable(spark)  # before the first write: Iceberg's own plans meet the rules
@@ -79,7 +80,7 @@ def main(mode: str, out: str, workdir: str) -> None:
     spark.sql(f"ALTER TABLE {TABLE} WRITE ORDERED BY amount, id")
     written = round(time.monotonic() - clock, 1)
     result = run(spark, mode != "plain", TABLE, lambda: spark.table(TABLE), evidence)
-    result["seconds"].update(session=started, write=written)
+    result["seconds"].update(session=session_seconds, write=written)
     finish(out, result)
     spark.stop()
 

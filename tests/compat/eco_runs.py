@@ -1,7 +1,9 @@
 """Starting the eco_*_app.py applications from a test and reading what they wrote.
 
-Each mode runs in its own Python process (and so its own JVM), all modes at once: the
-JVM start and the Ivy resolution dominate, and they overlap.
+Each mode runs in its own Python process (and so its own JVM). The first mode starts
+alone: its session resolves the format's packages into the shared Ivy cache, which
+concurrent first resolutions corrupt (downloads fail). Once its session is up (it writes
+``started`` in its folder), the other modes start together.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ def _env() -> dict[str, str]:
 
 
 def run_modes(app: str, modes: list[str], workdir: Path) -> dict[str, dict]:
-    """Runs ``app`` once per mode, concurrently; returns each mode's JSON result. A run
-    that fails or overruns fails the test with the end of its output."""
+    """Runs ``app`` once per mode (the first, then the others together); returns each
+    mode's JSON result. A run that fails or overruns fails the test with the end of its
+    output."""
     started = {}
-    for mode in modes:
+
+    def start(mode: str) -> None:
         folder = workdir / mode
         folder.mkdir(parents=True)
         log = open(folder / "output.log", "wb")  # noqa: SIM115 - closed below
@@ -43,9 +47,17 @@ def run_modes(app: str, modes: list[str], workdir: Path) -> dict[str, dict]:
             cwd=HERE, env=_env(), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)  # its own process group: it and its JVM stop together
         started[mode] = (proc, log, folder)
+
     deadline = time.monotonic() + DEADLINE_SECONDS
     failures, results = [], {}
     try:
+        start(modes[0])
+        first, _, folder = started[modes[0]]
+        while not (folder / "started").exists() and first.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for mode in modes[1:]:
+            start(mode)
         for mode, (proc, log, folder) in started.items():
             try:
                 code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
