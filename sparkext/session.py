@@ -123,8 +123,9 @@ def configure(builder):
 
     Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder, by
     spark-submit, in spark-defaults.conf or in ``PYSPARK_SUBMIT_ARGS``), never replaces
-    them, so Delta, Iceberg and other extensions keep working. Call it before the session
-    exists: a running JVM cannot load the extension.
+    them, so Delta, Iceberg and other extensions keep working (a ``--jars`` in
+    ``PYSPARK_SUBMIT_ARGS`` gets the jar too). Call it before the session exists: a running
+    JVM cannot load the extension.
     """
     options = getattr(builder, "_options", {})
     defaults = _jvm_defaults()
@@ -132,7 +133,20 @@ def configure(builder):
     for key, item in zip(_APPENDED, (jar_path(), EXTENSION_CLASS)):
         current = options.get(key) or defaults.get(key)
         builder = builder.config(key, _append(current, item))
+    if not _jvm_started_outside():
+        _add_to_submit_jars(jar_path())
     return builder
+
+
+def _add_to_submit_jars(jar: str) -> None:
+    """Adds ``jar`` to the ``--jars`` of ``PYSPARK_SUBMIT_ARGS``, if it has one (Delta's or
+    Iceberg's jars, say): spark-submit takes ``--jars`` over every ``spark.jars`` setting,
+    the builder's included, so the JVM pyspark is about to launch would not see the jar."""
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    if "--jars" in args[:-1]:
+        at = args.index("--jars") + 1
+        args[at] = _append(args[at], jar)
+        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(args)
 
 
 _SUBMIT_ADVICE = (f'pass --jars "$(python -m sparkext jar)" --conf '

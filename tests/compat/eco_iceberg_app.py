@@ -3,9 +3,10 @@
 A Hadoop catalog ``local`` in WORKDIR, the runtime jar from Maven Central. Modes:
 
 - ``plain``: Iceberg alone (no sparkext).
-- ``iceberg-first``: Iceberg's package and extension in ``PYSPARK_SUBMIT_ARGS`` (as a
-  launcher or spark-defaults.conf would give them), then ``sparkext.configure(builder)``:
-  configure() must append sparkext to what the JVM will be given, not replace it.
+- ``iceberg-first``: Iceberg's jar (``--jars``, from the Ivy cache the ``plain`` run
+  filled) and extension in ``PYSPARK_SUBMIT_ARGS``, as a launcher would give them, then
+  ``sparkext.configure(builder)``: configure() must add sparkext to what the JVM will be
+  given (spark-submit's ``--jars`` wins over any ``spark.jars``), not replace it.
 - ``sparkext-first``: both classes named on the builder, sparkext first, then
   ``sparkext.configure(builder)``: it adds the jar and keeps the order.
 """
@@ -16,10 +17,12 @@ import os
 import sys
 import time
 
-from eco_app import STRICT_CONF, builder_with, finish, generate, run, started
+from eco_app import IVY_DIR, STRICT_CONF, builder_with, finish, generate, run, started
 
 ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
+ICEBERG_JAR = os.path.join(IVY_DIR, "jars",
+                           "org.apache.iceberg_iceberg-spark-runtime-4.1_2.13-1.12.0.jar")
 TABLE = "local.db.events"
 
 
@@ -36,7 +39,7 @@ def session(mode: str, workdir: str):
         return builder_with({**catalog, **iceberg}).getOrCreate()
     if mode == "iceberg-first":
         os.environ["PYSPARK_SUBMIT_ARGS"] = (
-            f"--packages {ICEBERG_PACKAGE} --conf spark.sql.extensions={ICEBERG_EXTENSION} "
+            f"--jars {ICEBERG_JAR} --conf spark.sql.extensions={ICEBERG_EXTENSION} "
             "pyspark-shell")
         return sparkext.configure(builder_with({**catalog, **STRICT_CONF})).getOrCreate()
     if mode == "sparkext-first":

@@ -3,13 +3,14 @@
 ``spark.jars.packages`` (Ivy cache outside the tree), a Hadoop catalog in a temp folder.
 
 Three applications run (eco_iceberg_app.py): Iceberg alone, and Iceberg with sparkext with
-the two extension classes in each order: Iceberg's from ``PYSPARK_SUBMIT_ARGS`` with
-``sparkext.configure()`` appending to it, and both named on the builder. Each creates a
-table, sets its write order with Iceberg's SQL extension, MERGEs and UPDATEs it, reads it,
-and runs two sorted queries that sparkext's ordering rules rewrite. The hazards:
-configure() replacing Iceberg's extension or package, sparkext's rules breaking Iceberg's
-row-level plans or dropping the sort Iceberg asks its writes for, sparkext's rules not
-reaching a plan over an Iceberg table, and other rows than Iceberg alone gives.
+the two extension classes in each order: Iceberg's jar and class in ``PYSPARK_SUBMIT_ARGS``
+(``--jars``, ``--conf``) with ``sparkext.configure()`` adding to them, and both named on
+the builder. Each creates a table, sets its write order with Iceberg's SQL extension,
+MERGEs and UPDATEs it, reads it, and runs two sorted queries that sparkext's ordering
+rules rewrite. The hazards: configure() replacing Iceberg's extension or jar, or losing
+its own jar to spark-submit's ``--jars``; sparkext's rules breaking Iceberg's row-level
+plans or dropping the sort Iceberg asks its writes for, or not reaching a plan over an
+Iceberg table; other rows than Iceberg alone gives.
 
 Runs in a pyspark 4.1 venv (the compat environment table); elsewhere it skips.
 """
