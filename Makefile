@@ -44,10 +44,10 @@ demo: jar
 	$(PY) examples/quickstart.py
 
 test: jar
-	$(PY) -m pytest -q tests && $(PY) -m pytest -q --doctest-modules sparkext
+	$(PY) -m pytest -q tests --ignore=tests/compat && $(PY) -m pytest -q --doctest-modules sparkext
 
 test-all: jar
-	$(PY) -m pytest -q tests --run-slow
+	$(PY) -m pytest -q tests --ignore=tests/compat --run-slow
 
 # One virtualenv per Spark line (cached under /root/.cache/sparkext/venvs/), each running
 # tests/compat/ in a real session of that Spark with that line's jar. COMPAT_ARGS: e.g.

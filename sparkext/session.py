@@ -152,8 +152,9 @@ def configure(builder):
 
     Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder, by
     spark-submit, in spark-defaults.conf or in ``PYSPARK_SUBMIT_ARGS``), never replaces
-    them, so Delta, Iceberg and other extensions keep working. Call it before the session
-    exists: a running JVM cannot load the extension.
+    them, so Delta, Iceberg and other extensions keep working (a ``--jars`` in
+    ``PYSPARK_SUBMIT_ARGS`` gets the jar too). Call it before the session exists: a running
+    JVM cannot load the extension.
 
     A Spark Connect builder (``builder.remote("sc://...")``) is returned unchanged, with one
     warning: the extension lives in the server's JVM, which the server's own command line
@@ -169,6 +170,8 @@ def configure(builder):
     for key, item in zip(_APPENDED, (jar_path(), EXTENSION_CLASS)):
         current = options.get(key) or defaults.get(key)
         builder = builder.config(key, _append(current, item))
+    if not _jvm_started_outside():
+        _add_to_submit_jars(jar_path())
     return builder
 
 
@@ -216,6 +219,17 @@ def connect_server_args(rules: Iterable[str] = (), *, builtin: bool = True,
     if python is not None:
         args += ["--conf", f"spark.sparkext.python={python}"]
     return args
+
+
+def _add_to_submit_jars(jar: str) -> None:
+    """Adds ``jar`` to the ``--jars`` of ``PYSPARK_SUBMIT_ARGS``, if it has one (Delta's or
+    Iceberg's jars, say): spark-submit takes ``--jars`` over every ``spark.jars`` setting,
+    the builder's included, so the JVM pyspark is about to launch would not see the jar."""
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    if "--jars" in args[:-1]:
+        at = args.index("--jars") + 1
+        args[at] = _append(args[at], jar)
+        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(args)
 
 
 _SUBMIT_ADVICE = (f'pass --jars "$(python -m sparkext jar)" --conf '

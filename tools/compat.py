@@ -95,7 +95,16 @@ def _line_env(line) -> Env:
 
 #: Every environment ``make test-compat`` runs, in order: one row per supported line, then
 #: rows added by hand (Delta, Iceberg, a standalone cluster...).
-ENVIRONMENTS: tuple[Env, ...] = tuple(_line_env(line) for line in versions.LINES)
+ENVIRONMENTS: tuple[Env, ...] = (
+    *(_line_env(line) for line in versions.LINES),
+    # Delta caps pyspark at 4.2.0, and 4.4.1's jars are not on Maven Central: 4.4.0 exactly.
+    Env("delta4.2", "4.2.0", tests=("tests/compat/test_delta.py",),
+        requirements=("delta-spark==4.4.0",)),
+    # Iceberg 1.12's newest runtime is for Spark 4.1 (it comes through spark.jars.packages).
+    Env("iceberg4.1", "4.1.4", tests=("tests/compat/test_iceberg.py",)),
+    # A master and two workers from pyspark's bin/spark-class; spark-submit to them.
+    Env("standalone4.3", "4.3.0", tests=("tests/compat/test_standalone.py",)),
+)
 
 
 def pins() -> dict[str, str]:
