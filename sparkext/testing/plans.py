@@ -143,7 +143,7 @@ def _spark_line_of(df) -> str:
         import pyspark
 
         version = pyspark.__version__
-    return "%d.%d" % _tree.spark_line(version)
+    return "{}.{}".format(*_tree.spark_line(version))
 
 
 def _line_files(folder: Path, name: str) -> dict[tuple[int, int], Path]:
