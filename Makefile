@@ -4,6 +4,7 @@
 #   make test-all  every suite, slow ones included
 #   make jar       the Scala shim, compiled offline with the compiler pyspark ships
 #   make jar-sbt   the same jar through sbt (downloads sbt and Spark from Maven Central)
+#   make fuzz      a long differential fuzz sweep: make fuzz N=10000 SEED=1 (docs/fuzzing.md)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +13,7 @@ STAMP  := $(VENV)/.installed
 JAR    := sparkext/jars/sparkext-shim.jar
 SCALA_SRC := $(wildcard jvm-shim/src/main/scala/io/sparkext/*.scala)
 
-.PHONY: all venv jar jar-sbt demo test test-all bench wheel clean
+.PHONY: all venv jar jar-sbt demo test test-all bench wheel clean fuzz
 
 all: jar
 
@@ -42,6 +43,11 @@ test: $(JAR)
 
 test-all: $(JAR)
 	$(PY) -m pytest -q tests --run-slow
+
+N    ?= 10000
+SEED ?= 1
+fuzz: $(JAR)
+	nice -n 10 $(PY) -m tests.fuzz.sweep --n $(N) --seed $(SEED)
 
 bench: $(JAR)
 	$(PY) benchmarks/bridge_overhead.py
