@@ -103,7 +103,9 @@ def determined_order(step) -> tuple:
     match step:
         case Sort(_, keys):
             return tuple(k[0] for k in keys)
-        case Filter(child) | Limit(child) | WithColumn(child):
+        case WithColumn(child, sql) if " OVER (" not in sql:  # a window reorders rows
+            return determined_order(child)
+        case Filter(child) | Limit(child):
             return determined_order(child)
         case Select(child, items):
             kept = {n for s, n in items if s == n}
