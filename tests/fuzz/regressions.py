@@ -23,4 +23,20 @@ class Regression:
 
 
 REGRESSIONS: list[Regression] = [
+    Regression(
+        name="filter_above_a_union_of_a_correlated_scalar_subquery",
+        note="sweep seed 2, case 5134: 'instead' raised NoSuchElementException (key not "
+             "found) in Catalyst's UnionBase.rewriteConstraints, from PruneFilters, before "
+             "sparkext runs; Spark with PushDownPredicates excluded and sparkext off raises "
+             "the same. Catalyst's own: the oracle now reports it as information.",
+        code="""
+df1 = spark.table("fz_a").toDF("t1_k", "t1_g", "t1_x", "t1_d", "t1_s", "t1_n", "t1_b", "t1_arr")
+df2 = spark.sql('SELECT *, (SELECT max(s.x) FROM fz_a s WHERE s.g = t1_g) AS q2 FROM {d} WHERE true', d=df1)
+df3 = df2.select("t1_b", "t1_k", "t1_g", "q2", "t1_d")
+df4 = spark.table("fz_range").toDF("t3_k", "t3_g", "t3_x", "t3_d", "t3_s", "t3_n", "t3_b", "t3_arr")
+df5 = df4.select(F.expr('CAST(NULL AS BOOLEAN)').alias("u4"), F.expr('CAST(t3_k AS INT)').alias("u5"), F.expr('CAST(t3_k AS INT)').alias("u6"), F.expr('CAST(t3_x AS INT)').alias("u7"), F.expr('CAST(t3_d AS DOUBLE)').alias("u8"))
+df6 = df3.union(df5)
+df7 = df6.where('t1_k % 2 = 1')
+result = df7
+"""),
 ]

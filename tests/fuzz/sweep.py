@@ -66,8 +66,10 @@ def main(argv=None) -> int:
             plain_errors += 1
         for f in found:
             if not f.failure:
-                if len(informative) < 20:
-                    informative.append(f"case {i} (seed {case.seed}) {f.mode}: {f.detail}")
+                line = f"case {i} (seed {case.seed}) {f.kind} in {f.mode}: {f.detail}"
+                if len(informative) < 50:
+                    informative.append(line)
+                    say("INFO " + line)
                 continue
             try:
                 small = shrink(spark, case, f)
@@ -87,8 +89,9 @@ def main(argv=None) -> int:
     say(f"\n{done} cases in {minutes:.1f} min: {done / minutes:.0f} cases/min "
         f"(each in 3 modes)")
     say(distribution(counts))
-    say(f"plain Spark raised in {plain_errors} cases; a sparkext mode did not raise in "
-        f"{len(informative)} of the first (shown below)")
+    say(f"plain Spark raised in {plain_errors} cases; {len(informative)} informative "
+        "differences (plain raised and a sparkext mode did not, or Catalyst raised with its "
+        "own rules excluded), the first 50 below")
     for line in informative:
         say("  " + line)
     say(f"{len(failures)} failures")
