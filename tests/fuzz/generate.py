@@ -234,17 +234,18 @@ class Generator:
         sql, col = self.computed(cols)
         return WithColumn(step, sql, col.name), cols + [col]
 
-    def keys(self, cols, most: int) -> list[Col]:
+    def keys(self, cols, most: int, at_least: int = 0) -> list[Col]:
         candidates = [c for c in cols if c.kind in ("int", "string", "bool")
                       and len(c.values) <= 12] or [
             c for c in cols if c.kind in ("int", "string", "bool")]
         if self.chance(0.1):
             candidates += [c for c in cols if c.kind == "double"]
         self.rng.shuffle(candidates)
-        return candidates[:self.rng.randint(0, most)]
+        return candidates[:self.rng.randint(at_least, most)]
 
     def aggregate(self, step, cols):
-        keys = self.keys(cols, 2) if self.chance(0.85) else []
+        # Mostly two keys (k and g: about 30 groups); a global aggregate is one row.
+        keys = self.keys(cols, 2, at_least=1) if self.chance(0.9) else []
         aggs, out = [], list(keys)
         nums = [c for c in cols if c.kind in ("int", "long")]
         ordered = [c for c in cols if c.kind in ("int", "long", "double", "string")]
@@ -329,7 +330,7 @@ class Generator:
             if self.chance(0.5):
                 return Limit(step, self.rng.choice((10, 20, 50))), cols
             return step, cols
-        return Limit(step, self.rng.choice((1, 10, 25, 60))), cols
+        return Limit(step, self.rng.choice((3, 10, 25, 60))), cols
 
     def explode(self, step, cols):
         arrays = [c for c in cols if c.kind == "array"]
