@@ -32,7 +32,10 @@ CASES = int(os.environ.get("SPARKEXT_FUZZ_CASES", "300"))
 def fuzz_tables(spark):
     sparkext.enable(spark)
     saved = {k: spark.conf.get(k, None) for k in ALL_KEYS}
-    yield register(spark)
+    tables = register(spark)
+    yield tables
+    for name in tables:
+        spark.catalog.dropTempView(name)  # and its cache
     for key, value in saved.items():
         if value is None:
             spark.conf.unset(key)
