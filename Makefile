@@ -9,6 +9,7 @@
 #                  own Spark's jars (cached in ~/.cache/sparkext; fetched once from PyPI/Maven)
 #   make jar-sbt   the venv's line through sbt (LINE=3.5_2.12 for another line)
 #   make wheel     the wheel, carrying every line's jar
+#   make fuzz      a long differential fuzz sweep: make fuzz N=10000 SEED=1 (docs/fuzzing.md)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -16,7 +17,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LINE   ?= $(shell $(PY) -c "import sparkext.versions as v, pyspark, pathlib; print(v.find(pyspark.__version__, v.scala_of(pathlib.Path(pyspark.__file__).parent / 'jars')).key)" 2>/dev/null)
 
-.PHONY: all venv jar jars jar-sbt demo test test-all test-compat bench wheel clean
+.PHONY: all venv jar jars jar-sbt demo test test-all test-compat bench wheel clean fuzz
 
 all: jar
 
@@ -54,6 +55,11 @@ test-all: jar
 # --only spark4.2_2.13, --skip spark4.3_2.13, --wheel dist/sparkext-X.whl
 test-compat: jars
 	$(PY) tools/compat.py $(COMPAT_ARGS)
+
+N    ?= 10000
+SEED ?= 1
+fuzz: jar
+	nice -n 10 $(PY) -m tests.fuzz.sweep --n $(N) --seed $(SEED)
 
 bench: jar
 	$(PY) benchmarks/bridge_overhead.py

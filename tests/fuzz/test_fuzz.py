@@ -1,0 +1,98 @@
+"""The differential fuzzer in make test: 300 seeded random pipelines, each in three modes
+(plain Spark; sparkext's built-in rules on top of Catalyst's; Catalyst's rules excluded and
+sparkext's instead), strict mode on, compared with plain Spark's rows; and the kept
+regressions of tests/fuzz/regressions.py. A failing case is shrunk and printed as code.
+
+``make fuzz N=10000 SEED=...`` runs the same generator for longer (tests/fuzz/sweep.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import sparkext
+from tests.fuzz.generate import case_seed, generate
+from tests.fuzz.oracle import (
+    ALL_KEYS, check, check_code, determined_order, reductions, regression_text, shrink,
+)
+from tests.fuzz.pipeline import (
+    Atom, Filter, Join, Limit, Select, Sort, Source, WithColumn, size, steps,
+)
+from tests.fuzz.regressions import REGRESSIONS
+from tests.fuzz.tables import make_tables, register
+
+#: The cases make test runs: a fixed sweep seed, so a failure reproduces by its index.
+SEED = 16
+CASES = int(os.environ.get("SPARKEXT_FUZZ_CASES", "300"))
+
+
+@pytest.fixture(scope="module")
+def fuzz_tables(spark):
+    sparkext.enable(spark)
+    saved = {k: spark.conf.get(k, None) for k in ALL_KEYS}
+    tables = register(spark)
+    yield tables
+    for name in tables:
+        spark.catalog.dropTempView(name)  # and its cache
+    for key, value in saved.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
+def failures_message(spark, case, failures) -> str:
+    small = shrink(spark, case, failures[0], budget=40)
+    lines = [f"{f.kind} in {f.mode}: {f.detail}" for f in failures]
+    return "\n".join(lines + ["shrunk to:", small.code(), "to keep it:",
+                              regression_text(small, failures[0])])
+
+
+@pytest.mark.parametrize("index", range(CASES))
+def test_a_random_pipeline_returns_plain_sparks_rows_in_every_mode(spark, fuzz_tables, index):
+    case = generate(case_seed(SEED, index), fuzz_tables)
+    found, _ = check(spark, case)
+    failures = [f for f in found if f.failure]
+    if failures:
+        pytest.fail(failures_message(spark, case, failures), pytrace=False)
+
+
+@pytest.mark.parametrize("regression", REGRESSIONS, ids=lambda r: r.name)
+def test_a_kept_fuzz_finding_returns_plain_sparks_rows(spark, fuzz_tables, regression):
+    found, outcomes = check_code(spark, regression.code, regression.order)
+    failures = [f for f in found if f.failure]
+    assert not failures, "\n".join(f"{f.kind} in {f.mode}: {f.detail}" for f in failures)
+    assert outcomes["plain"].error is None, outcomes["plain"].error
+
+
+# -- the fuzzer's own machinery (no Spark) -------------------------------------------------
+
+def test_a_seed_always_gives_the_same_pipeline():
+    tables = make_tables()
+    assert [generate(case_seed(SEED, i), tables).code() for i in range(50)] == \
+        [generate(case_seed(SEED, i), tables).code() for i in range(50)]
+
+
+def test_a_window_or_a_join_ends_the_order_a_sort_determined():
+    src = Source("fz_a", "t1", ("k", "x"))
+    by_k = Sort(src, (("t1_k", True, False),))
+    assert determined_order(Filter(by_k, Atom("t1_x > 0"))) == ("t1_k",)
+    assert determined_order(Select(by_k, (("t1_x", "t1_x"),))) == ()
+    assert determined_order(WithColumn(by_k, "t1_x + 1", "c")) == ("t1_k",)
+    assert determined_order(WithColumn(by_k, "count(*) OVER ()", "c")) == ()
+    assert determined_order(Join(by_k, src, "inner", None)) == ()
+
+
+def test_every_reduction_is_a_smaller_pipeline_and_a_limit_keeps_its_sort():
+    tables = make_tables()
+    for i in range(200):
+        root = generate(case_seed(SEED, i), tables).root
+        for smaller in reductions(root):
+            assert smaller != root
+            assert size(smaller) <= size(root)
+        for s in steps(root):
+            if isinstance(s, Limit):
+                assert all(not (isinstance(r, Limit) and not isinstance(r.child, (Sort, Limit)))
+                           for r in reductions(s))
