@@ -461,11 +461,12 @@ def test_configure_appends_to_what_the_jvm_will_be_launched_with(tmp_path, submi
 
 
 def test_enable_explains_what_to_do_without_a_classic_session():
-    class ConnectLikeSession:
+    # A real Spark Connect session gets its own advice (tests/test_connect.py).
+    class NotASession:
         pass
 
-    with pytest.raises(sparkext.SparkextError, match="Spark Connect"):
-        sparkext.enable(ConnectLikeSession(), [])
+    with pytest.raises(sparkext.SparkextError, match="classic SparkSession with a JVM driver"):
+        sparkext.enable(NotASession(), [])
 
 
 def test_metrics_are_readable_from_python(spark, tables):

@@ -185,6 +185,9 @@ def test_a_query_whose_channel_is_an_impostor_runs_unchanged_with_a_warning(spar
     server = HandServer(record_everything, secret=b"w" * 32)
 
     class Impostor:
+        def __init__(self, java_version=None):
+            pass
+
         def add(self, bridge):
             self.bridge = bridge  # held, as the real channel would not: py4j needs it alive
             return 1
