@@ -66,6 +66,11 @@ class Value:
         return self.text
 
 
+#: How many declared functions deep the analyses follow a chain (``f(g(h(x)))``): deeper
+#: chains are not met in practice, and the bound keeps every walk finite.
+_MAX_CHAIN = 8
+
+
 @dataclass(frozen=True, slots=True)
 class OrderingFact:
     """What an expression does to the order of its rows' values: rows in the order of
@@ -85,6 +90,13 @@ class OrderingFact:
     increasing: bool
     strict: bool
     nulls_stay: bool = True
+
+    def then(self, outer: OrderingFact) -> OrderingFact:
+        """The fact of ``outer``'s function applied to this one's expression, in terms of
+        this one's argument: directions multiply, strictness and NULL placement hold only
+        when both hold (``-(a + 1)``: decreasing in ``a``, strictly)."""
+        return OrderingFact(self.argument, self.increasing == outer.increasing,
+                            self.strict and outer.strict, self.nulls_stay and outer.nulls_stay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +163,24 @@ class Expression(TreeNode):
         ordering analysis (:mod:`sparkext.ordering`) reads nothing else. Not cached: the
         time zone's facts belong to the call."""
         return None
+
+    def strict_arguments(self) -> tuple[Expression, ...]:
+        """The arguments this expression is a strict, NULL-keeping function of, nearest
+        first, through a chain of declared facts (``3 * a - 7``: ``3 * a``, then ``a``).
+        Strictness composes (DataFusion's ``preserves_lex_ordering``): an injective
+        function of an injective function is injective, so rows that tie on the
+        expression tie on each of these too. The chain stops at the first function that
+        is only order-preserving (``a + 1`` inside ``date_trunc``: nothing), or that puts
+        NULLs somewhere else."""
+        out: list[Expression] = []
+        e: Expression = self
+        while len(out) < _MAX_CHAIN:
+            fact = e.ordering_fact()
+            if fact is None or not (fact.strict and fact.nulls_stay):
+                break
+            e = fact.argument
+            out.append(e)
+        return tuple(out)
 
     @property
     def references(self) -> frozenset:

@@ -15,7 +15,10 @@ already holds: drop constant keys, normalise every key to its group, drop repeat
 then match keys one at a time against the leading key of some ordering (a key that is a
 monotonic function of a matched expression matches too), treating each matched key as a
 constant for the keys after it — within rows that tie on the keys so far, an ordering's
-next key takes over.
+next key takes over (:meth:`EquivalenceProperties.tie`: so does every argument the key
+is a strict function of). Once the keys so far cover a unique key of the rows
+(:mod:`sparkext.uniqueness`, attached to each node's properties by :func:`properties`),
+every later key is satisfied: no two rows tie on them.
 
 Derivation per node:
 
@@ -55,17 +58,36 @@ session's time zone sets its clock back: they count as monotonic only where the 
 zone rules say that never reverses them (:mod:`sparkext.timezones`; truncation below a
 minute never depends on the zone).
 
-A non-strict key cannot be followed by keys that rely on it: ``date_trunc('hour', ts)``
-is ordered where ``ts`` is, but ties in the hour do not make ``ts`` tie. Null ordering
+Composition. A function of a function is followed down to the ordered expression
+(``cast(-(a * 2 + 1) as bigint)`` to ``a``), at most eight deep: the direction flips once
+per decreasing link (:meth:`OrderingFact.then <sparkext.expressions.OrderingFact.then>`),
+and the result is strict only while every link is strict
+(:meth:`Expression.strict_arguments <sparkext.expressions.Expression.strict_arguments>`,
+DataFusion's ``preserves_lex_ordering``). A strict key keeps the keys after it: rows
+sorted by ``(a, b)`` are sorted by ``(3 * a - 7, b)``, since ties on ``3 * a - 7`` are ties
+on ``a``. A non-strict key cannot be followed by keys that rely on it:
+``date_trunc('hour', ts)`` is ordered where ``ts`` is, but ties in the hour do not make
+``ts`` tie, and one non-strict link makes the whole chain non-strict
+(``floor(dec + 0.25)``). Without ANSI, ``+``, ``-``, ``*`` and unary ``-`` declare
+nothing (they wrap around), so a chain through them is not ordered at all. Null ordering
 matters (Spark's ASC is NULLS FIRST, DESC is NULLS LAST; a decreasing function keeps NULLs
-where they were) unless the column is known not to be NULL.
+where they were: under ``a ASC NULLS FIRST``, ``-a`` is ``DESC NULLS FIRST``) unless the
+column is known not to be NULL.
+
+Unique keys (:mod:`sparkext.uniqueness`, whose docstring has the table per node): after
+``groupBy(k)``, ``dropDuplicates(["k"])``, ``distinct()``, and through joins that match each
+row with at most one row of a side unique on the join keys, no two rows tie on ``k``. Only
+keys of exactly comparable types are used here, where a tie in a sort is the equality the
+grouping or the join used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sparkext import catalyst_names as names
+from sparkext import uniqueness
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -76,6 +98,7 @@ from sparkext.expressions import (
     IsNull,
     Literal,
     OpaqueExpression,
+    OrderingFact,
     SortOrder,
     type_or_none,
 )
@@ -94,6 +117,8 @@ from sparkext.predicates import contains_subquery, split_conjuncts
 __all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties"]
 
 _INTEGRAL = ("byte", "short", "integer", "long")
+#: How many functions deep a key is followed to the ordered expression it is a function of.
+_MAX_DEPTH = 8
 
 
 def _exact_type(t) -> bool:
@@ -149,12 +174,15 @@ class EquivalenceProperties:
     not_null: set = field(default_factory=set)      # semantic keys
     _parent: dict = field(default_factory=dict)     # union-find over semantic keys
     _exprs: dict = field(default_factory=dict)      # semantic key -> first expression seen
+    #: sets of expressions no two rows tie on (:mod:`sparkext.uniqueness`)
+    unique_keys: tuple[tuple[Expression, ...], ...] = ()
 
     # -- building -----------------------------------------------------------------------
 
     def copy(self) -> EquivalenceProperties:
         return EquivalenceProperties(dict(self.constants), list(self.orderings),
-                                     set(self.not_null), dict(self._parent), dict(self._exprs))
+                                     set(self.not_null), dict(self._parent), dict(self._exprs),
+                                     self.unique_keys)
 
     def _find(self, k):
         while self._parent.get(k, k) != k:
@@ -224,12 +252,17 @@ class EquivalenceProperties:
         except TypeError:
             return False
 
-    def sort_properties(self, e: Expression, require_global: bool):
+    def sort_properties(self, e: Expression,
+                        require_global: bool) -> tuple[bool, bool] | None:
         """(descending, nulls_first) if the rows are ordered by ``e``, else None."""
-        return self._sort_properties(e, require_global, 0)
+        return self._sort_properties(e, require_global, None, 0)
 
-    def _sort_properties(self, e: Expression, require_global: bool, depth: int):
-        if depth > 8:
+    def _sort_properties(self, e: Expression, require_global: bool,
+                         via: OrderingFact | None, depth: int) -> tuple[bool, bool] | None:
+        """``via``: what the required expression is as a function of ``e`` (None: ``e``
+        itself), composed down the chain so that direction flips once per decreasing
+        function; NULLs stay where the ordered key put them, whatever the direction."""
+        if depth > _MAX_DEPTH:
             return None
         for member in self.group(e):
             for o in self.orderings:
@@ -237,19 +270,22 @@ class EquivalenceProperties:
                     continue
                 lead = next((k for k in o.keys if self.constant(k.expr) is None), None)
                 if lead is not None and self.same_group(lead.expr, member):
-                    return lead.descending, lead.nulls_first
+                    flips = via is not None and not via.increasing
+                    return lead.descending != flips, lead.nulls_first
             fact = member.ordering_fact()
             if fact is not None and fact.nulls_stay:
-                inner = self._sort_properties(fact.argument, require_global, depth + 1)
-                if inner is not None:
-                    desc, nulls_first = inner
-                    return (desc if fact.increasing else not desc), nulls_first
+                found = self._sort_properties(fact.argument, require_global,
+                                              fact if via is None else fact.then(via),
+                                              depth + 1)
+                if found is not None:
+                    return found
         return None
 
-    def normalize(self, keys) -> list[SortKey]:
+    def normalize(self, keys: Iterable[SortOrder | SortKey]) -> list[SortKey]:
         """Requirement keys without constants, each as its group's first member, without
         repeats (a key equal to an earlier one only breaks ties that cannot exist)."""
-        out, seen = [], set()
+        out: list[SortKey] = []
+        seen: set = set()
         for k in keys:
             k = SortKey.of(k) if isinstance(k, SortOrder) else k
             if self.constant(k.expr) is not None:
@@ -262,11 +298,34 @@ class EquivalenceProperties:
             out.append(SortKey(rep, k.descending, k.nulls_first))
         return out
 
-    def ordering_satisfy(self, requirement, require_global: bool = True) -> bool:
+    def tie(self, e: Expression) -> None:
+        """From now on only rows that tie on ``e`` are compared (the keys after ``e`` in a
+        sort): ``e`` has one value among them, and so has every argument ``e`` (or an
+        expression equal to it) is a strict function of, since a strict function is
+        injective (``a + 1`` ties only where ``a`` ties; ``date_trunc('hour', ts)`` does
+        not make ``ts`` tie). The value is exact where the type compares exactly, so a
+        deterministic function of it has one value too. Nothing is learnt about NULLs:
+        the tied value may be NULL."""
+        for member in self.group(e):
+            for x in (member, *member.strict_arguments()):
+                if self.constant(x) is None:
+                    self.constants[self._find(self._remember(x))] = Constant(
+                        x, False, exactly_comparable(x))
+
+    def one_row_per_tie(self) -> bool:
+        """Whether no two rows tie on what is constant so far: some unique key of the rows
+        has every member constant (:mod:`sparkext.uniqueness`). Then no later key can
+        change the order: it is never consulted."""
+        return any(all(self.constant(m) is not None for m in key) for key in self.unique_keys)
+
+    def ordering_satisfy(self, requirement: Iterable[SortOrder | SortKey],
+                         require_global: bool = True) -> bool:
         """Whether the rows already are in ``requirement`` order (SortOrders or SortKeys);
         ``require_global``: across partitions, or only within each."""
         props = self.copy()
         for key in self.normalize(requirement):
+            if props.one_row_per_tie():
+                return True
             if props.constant(key.expr) is not None:
                 continue
             sp = props.sort_properties(key.expr, require_global)
@@ -279,7 +338,7 @@ class EquivalenceProperties:
                 return False
             # Rows that tie on this key have one value of it: the next key is compared
             # only among them (exact or not: the comparator itself sees them as equal).
-            props.add_constant(key.expr, exact=False)
+            props.tie(key.expr)
         return True
 
     def succinct_orderings(self) -> list[Ordering]:
@@ -314,7 +373,21 @@ class EquivalenceProperties:
 
 def properties(plan: LogicalPlan) -> EquivalenceProperties:
     """The equivalence properties of ``plan``'s rows (cached on the node)."""
-    return plan._cached("equivalence_properties", lambda: _derive(plan))
+    return plan._cached("equivalence_properties",
+                        lambda: _with_unique_keys(_derive(plan), plan))
+
+
+def _with_unique_keys(p: EquivalenceProperties, plan: LogicalPlan) -> EquivalenceProperties:
+    """``p`` with ``plan``'s own unique keys (:mod:`sparkext.uniqueness`), whatever
+    ``_derive`` copied from a child: only keys of exactly comparable types, where a tie in
+    a sort is the same value the grouping or the join compared."""
+    keys = tuple(k for k in uniqueness.unique_keys(plan)
+                 if all(exactly_comparable(m) for m in k))
+    if keys == p.unique_keys:
+        return p
+    p = p.copy()
+    p.unique_keys = keys
+    return p
 
 
 def _keys(order) -> tuple[SortKey, ...]:

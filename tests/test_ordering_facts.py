@@ -242,3 +242,99 @@ def test_a_non_strict_function_ends_the_succinct_ordering():
     shifted = Shifted(ts)
     assert [o.keys for o in sorted_by(shifted, i).succinct_orderings()] == [
         (SortKey(shifted), SortKey(i))]
+
+
+# -- strictness through composition (issue 17, item 2) --------------------------------------
+
+b = col("b", 10, T.INT)
+nn = AttributeReference("nn", T.INT, False, None, 12)
+
+
+def plus(x, c, ctx=ANSI, t=T.INT):
+    return Add(x, lit(c), ctx, _type=t)
+
+
+def times(c, x, ctx=ANSI, t=T.INT):
+    return Multiply(lit(c), x, ctx, _type=t)
+
+
+def minus(x, c, ctx=ANSI, t=T.INT):
+    return Subtract(x, lit(c), ctx, _type=t)
+
+
+def test_facts_compose_direction_strictness_and_nulls():
+    inner = OrderingFact(i, increasing=False, strict=True)
+    assert inner.then(OrderingFact(i, increasing=False, strict=True)) == OrderingFact(
+        i, True, True)
+    assert inner.then(OrderingFact(i, increasing=True, strict=False)) == OrderingFact(
+        i, False, False)
+    assert inner.then(OrderingFact(i, True, True, nulls_stay=False)).nulls_stay is False
+
+
+def test_strict_arguments_follow_the_chain_until_a_non_strict_function():
+    affine = minus(times(3, i), 7)
+    assert affine.strict_arguments() == (times(3, i), i)
+    assert Cast(plus(i, 1), T.LONG).strict_arguments() == (plus(i, 1), i)
+    assert plus(i, 1, LEGACY).strict_arguments() == ()
+    month = TruncDate(DateAdd(d, lit(1)), lit("MM"))
+    assert month.strict_arguments() == ()
+    assert DateAdd(TruncDate(d, lit("MM")), lit(1)).strict_arguments() == (
+        TruncDate(d, lit("MM")),)
+
+
+def nulls(e, descending, nulls_first):
+    return E.SortOrder(e, "DESC" if descending else "ASC", "FIRST" if nulls_first else "LAST")
+
+
+# (title, first required key, satisfied under ANSI, satisfied with ANSI off) over rows
+# sorted by (i ASC NULLS FIRST, b ASC NULLS FIRST), then b ASC required after it.
+COMPOSED = [
+    ("i + 1", lambda ctx: asc(plus(i, 1, ctx)), True, False),
+    ("3 * i - 7", lambda ctx: asc(minus(times(3, i, ctx), 7, ctx)), True, False),
+    ("cast(i + 1 as bigint)", lambda ctx: asc(Cast(plus(i, 1, ctx), T.LONG)), True, False),
+    ("cast(i as bigint) * 2 (a widening cast inside)",
+     lambda ctx: asc(times(2, Cast(i, T.LONG), ctx, T.LONG)), True, False),
+    ("-(i + 1) DESC NULLS FIRST: direction flips, NULLs stay first",
+     lambda ctx: nulls(UnaryMinus(plus(i, 1, ctx), True), True, True), True, False),
+    ("-(i + 1) DESC (NULLS LAST): NULLs would move",
+     lambda ctx: desc(UnaryMinus(plus(i, 1, ctx), True)), False, False),
+    ("-(i + 1) ASC: the wrong direction",
+     lambda ctx: asc(UnaryMinus(plus(i, 1, ctx), True)), False, False),
+    ("-(-(i)) ASC: two flips", lambda ctx: asc(UnaryMinus(UnaryMinus(i, True), True)), True,
+     True),
+    ("(i * -2) * -3 ASC: two decreasing factors",
+     lambda ctx: asc(times(-3, times(-2, i, ctx), ctx)), True, False),
+    ("cast(cast(i as bigint) as int) + 1: a narrowing cast in the chain",
+     lambda ctx: asc(plus(Cast(Cast(i, T.LONG), T.INT), 1, ctx)), False, False),
+]
+
+
+@pytest.mark.parametrize("title, build, ansi_ok, legacy_ok", COMPOSED,
+                         ids=[c[0] for c in COMPOSED])
+def test_a_composed_strict_function_keeps_the_keys_after_it(title, build, ansi_ok,
+                                                             legacy_ok):
+    p = sorted_by(i, b)
+    for ctx, expected in ((ANSI, ansi_ok), (LEGACY, legacy_ok)):
+        assert p.ordering_satisfy([build(ctx), asc(b)]) == expected, (title, ctx)
+
+
+def test_minus_on_a_non_nullable_column_may_put_nulls_anywhere():
+    p = sorted_by(nn, b)
+    assert p.ordering_satisfy([desc(UnaryMinus(plus(nn, 1), True)), asc(b)])
+
+
+def test_a_non_strict_function_in_the_chain_loses_the_keys_after_it():
+    # Sorted by (d, b): trunc(d + 1 day, 'MM') and trunc(d, 'MM') + 1 day are ordered,
+    # but a month of days ties on them while b restarts each day.
+    p = EquivalenceProperties()
+    p.orderings.append(Ordering((SortKey(d), SortKey(b)), True))
+    for e in (TruncDate(DateAdd(d, lit(1)), lit("MM")), DateAdd(TruncDate(d, lit("MM")), lit(1))):
+        assert p.ordering_satisfy([asc(e)])
+        assert not p.ordering_satisfy([asc(e), asc(b)])
+    assert p.ordering_satisfy([asc(DateAdd(DateSub(d, lit(2)), lit(1))), asc(b)])
+    # A decimal: floor(dec + 0.01) is ordered with dec, not strictly.
+    q = sorted_by(dec, b)
+    shifted = Add(dec, dec_lit("0.01", 3, 2), ANSI, _type=T.decimal(11, 2))
+    assert q.ordering_satisfy([asc(shifted), asc(b)])
+    assert q.ordering_satisfy([asc(Floor(shifted))])
+    assert not q.ordering_satisfy([asc(Floor(shifted)), asc(b)])

@@ -305,3 +305,297 @@ def test_to_date_keeps_order_only_where_local_dates_never_go_back(spark, tables,
     assert sorts["N"] == 1 and sorts["S"] == (1 if sort_stays else 0), sorts
     assert ids["S"] == ids["N"]
     assert (ids["N"] != sorted(ids["N"])) == (zone == "America/Phoenix")
+
+
+# =============================================================================================
+# issue 17 (items 2 and 4): strict functions keep the keys after them; unique keys
+# (functional dependencies). Multi-partition parquet data (four files), each case run with
+# adaptive execution on and off, in the three modes above; plan property (Sort count) plus
+# rows and their order compared with plain Spark.
+# =============================================================================================
+
+AQE = {"AQE on": {"spark.sql.adaptive.enabled": "true"},
+       "AQE off": {"spark.sql.adaptive.enabled": "false"}}
+ANSI_OFF = {"spark.sql.ansi.enabled": "false"}
+
+
+@pytest.fixture(scope="module")
+def monotonic_sources(spark, tmp_path_factory):
+    """``a``: nullable int with duplicates (eight rows per value, eight NULLs); ``b``: ties
+    broken differently from ``a``; ``k``: 20 values, 20 rows each; ``x``: unique but not
+    known to be. Sorted copies cached (range-partitioned: a global order)."""
+    sparkext.enable(spark)
+    path = str(tmp_path_factory.mktemp("issue17") / "t")
+    with conf(spark, {"spark.sparkext.enabled": "false"}):
+        spark.range(0, 400, 1, 4).selectExpr(
+            "CAST(CASE WHEN id % 50 = 7 THEN NULL ELSE id % 50 END AS INT) AS a",
+            "CAST((id * 7919) % 101 AS INT) AS b",
+            "CAST(id % 20 AS INT) AS k",
+            "CAST(id AS INT) AS x",
+            "DATE_ADD(DATE'2024-01-01', CAST(id % 30 AS INT)) AS d",
+            "CAST((id % 40) * 0.25 AS DECIMAL(10,2)) AS dec",
+        ).repartition(4).write.parquet(path)
+        data = spark.read.parquet(path)
+        cached = {
+            "by_ab": data.orderBy("a", "b"),
+            "by_ab_desc": data.orderBy(F.desc("a"), F.desc("b")),
+            "by_db": data.orderBy("d", "b"),
+            "by_decb": data.orderBy("dec", "b"),
+        }
+        for name in cached:
+            cached[name] = cached[name].cache()
+            cached[name].count()
+    yield {"data": data, **cached}
+    for df in cached.values():
+        df.unpersist()
+
+
+def sums_by_k(s, *keys):
+    return s["data"].groupBy(*(keys or ("k",))).agg(F.sum("x").alias("s"),
+                                                   F.max("b").alias("mb"))
+
+
+def unique_left(s):
+    return s["data"].dropDuplicates(["k"]).select("k", "x")
+
+
+def A(op):
+    return op(F.col("a"))
+
+
+# name -> (pipeline, sort keys the row order is compared on, extra settings)
+MONO_REDUNDANT = {
+    "cached by (a, b): (a + 1, b)": (
+        lambda s: s["by_ab"].orderBy(F.col("a") + 1, "b"), ["a", "b"], {}),
+    "cached by (a, b): (3 * a - 7, b)": (
+        lambda s: s["by_ab"].orderBy(F.col("a") * 3 - 7, "b"), ["a", "b"], {}),
+    "cached by (a, b): (cast(a as bigint), b), a widening cast": (
+        lambda s: s["by_ab"].orderBy(F.col("a").cast("bigint"), "b"), ["a", "b"], {}),
+    "cached by (a, b): (cast(a + 1 as decimal(20,0)), b), composed": (
+        lambda s: s["by_ab"].orderBy((F.col("a") + 1).cast("decimal(20,0)"), "b"),
+        ["a", "b"], {}),
+    "cached by (a, b): (-a DESC NULLS FIRST, b), NULLs stay first": (
+        lambda s: s["by_ab"].orderBy(F.desc_nulls_first(-F.col("a")), "b"), ["a", "b"], {}),
+    "cached by (a, b): (-(a * 2 + 1) DESC NULLS FIRST, b)": (
+        lambda s: s["by_ab"].orderBy(F.desc_nulls_first(-(F.col("a") * 2 + 1)), "b"),
+        ["a", "b"], {}),
+    "cached by (a, b): (a * -2 DESC NULLS FIRST, b), a negative factor": (
+        lambda s: s["by_ab"].orderBy(F.desc_nulls_first(F.col("a") * -2), "b"),
+        ["a", "b"], {}),
+    "cached by (a, b): an alias of a + 1, then b": (
+        lambda s: s["by_ab"].select((F.col("a") + 1).alias("a1"), "b", "x")
+        .orderBy("a1", "b"), ["a1", "b"], {}),
+    "cached by (a, b): (a + 1, a, b), a key that a strict key determines": (
+        lambda s: s["by_ab"].orderBy(F.col("a") + 1, "a", "b"), ["a", "b"], {}),
+    "cached by (a DESC, b DESC): (a + 1 DESC, b DESC)": (
+        lambda s: s["by_ab_desc"].orderBy(F.desc(F.col("a") + 1), F.desc("b")), ["a", "b"],
+        {}),
+    "cached by (a DESC, b DESC): (-a ASC NULLS LAST, b DESC)": (
+        lambda s: s["by_ab_desc"].orderBy(F.asc_nulls_last(-F.col("a")), F.desc("b")),
+        ["a", "b"], {}),
+    "cached by (d, b): (date_add(d, 3), b)": (
+        lambda s: s["by_db"].orderBy(F.date_add("d", 3), "b"), ["d", "b"], {}),
+    "cached by (d, b): (date_sub(date_add(d, 3), 1), b), composed": (
+        lambda s: s["by_db"].orderBy(F.date_sub(F.date_add("d", 3), 1), "b"), ["d", "b"], {}),
+    "cached by (dec, b): (dec + 0.25, b), a decimal keeping every digit": (
+        lambda s: s["by_decb"].orderBy(F.col("dec") + F.lit(0.25).cast("decimal(3,2)"), "b"),
+        ["dec", "b"], {}),
+    "cached by (dec, b): floor(dec) alone, non-strict but leading": (
+        lambda s: s["by_decb"].orderBy(F.floor("dec")), ["dec"], {}),
+    # Unique keys: a sort by k over rows unique on k, then a sort within partitions by
+    # (k, anything): the later sort is never consulted.
+    "groupBy(k), sorted by k: sort within partitions by (k, s)": (
+        lambda s: sums_by_k(s).orderBy("k").sortWithinPartitions("k", "s"), ["k", "s"], {}),
+    "groupBy(k), sorted by k DESC: sort within partitions by (k DESC, mb, s)": (
+        lambda s: sums_by_k(s).orderBy(F.desc("k")).sortWithinPartitions(
+            F.desc("k"), "mb", "s"), ["k", "s"], {}),
+    "groupBy(k, a), sorted by (k, a): within partitions by (k, a, s)": (
+        lambda s: sums_by_k(s, "k", "a").orderBy("k", "a").sortWithinPartitions(
+            "k", "a", "s"), ["k", "a", "s"], {}),
+    "dropDuplicates(k), sorted by k: within partitions by (k, x)": (
+        lambda s: unique_left(s).orderBy("k").sortWithinPartitions("k", "x"), ["k", "x"], {}),
+    "inner join with a distinct right side keeps k unique: within partitions by (k, x)": (
+        lambda s: unique_left(s).join(s["data"].select("k").distinct(), "k").orderBy("k")
+        .sortWithinPartitions("k", "x"), ["k", "x"], {}),
+    "inner join on a unique right key keeps k unique: within partitions by (k, mb)": (
+        lambda s: unique_left(s).join(sums_by_k(s), "k").orderBy("k")
+        .sortWithinPartitions("k", "mb", "x"), ["k", "mb"], {}),
+    "left join on a unique right key keeps k unique": (
+        lambda s: unique_left(s).join(sums_by_k(s).where("k < 12"), "k", "left")
+        .orderBy("k").sortWithinPartitions("k", "mb", "x"), ["k", "x"], {}),
+    "one group: groupBy(k) where k = 3, sorted by s": (
+        lambda s: sums_by_k(s).where("k = 3").orderBy("s", "mb"), ["s"], {}),
+    "a global aggregate: one row": (
+        lambda s: s["data"].agg(F.sum("x").alias("s"), F.max("b").alias("mb"))
+        .orderBy(F.desc("s")), ["s"], {}),
+    "dropDuplicates(k) where k = 5: one row": (
+        lambda s: unique_left(s).where("k = 5").orderBy("x"), ["x"], {}),
+    "a join of two unique sides where k = 4: one row": (
+        lambda s: unique_left(s).join(sums_by_k(s), "k").where("k = 4").orderBy("x", "s"),
+        ["x"], {}),
+}
+
+MONO_NECESSARY = {
+    "ANSI off: (a + 1, b), + wraps around": (
+        lambda s: s["by_ab"].orderBy(F.col("a") + 1, "b"), ["a", "b"], ANSI_OFF),
+    "ANSI off: (3 * a - 7, b)": (
+        lambda s: s["by_ab"].orderBy(F.col("a") * 3 - 7, "b"), ["a", "b"], ANSI_OFF),
+    "ANSI off: (-a DESC NULLS FIRST, b), -MIN_VALUE wraps": (
+        lambda s: s["by_ab"].orderBy(F.desc_nulls_first(-F.col("a")), "b"), ["a", "b"],
+        ANSI_OFF),
+    "ANSI off: (cast(a + 1 as decimal(20,0)), b), a wrapping + inside": (
+        lambda s: s["by_ab"].orderBy((F.col("a") + 1).cast("decimal(20,0)"), "b"),
+        ["a", "b"], ANSI_OFF),
+    "(-a DESC, b): NULLS LAST would move the NULL rows": (
+        lambda s: s["by_ab"].orderBy(F.desc(-F.col("a")), "b"), ["a", "b"], {}),
+    "(-a ASC, b): the wrong direction": (
+        lambda s: s["by_ab"].orderBy(-F.col("a"), "b"), ["a", "b"], {}),
+    "(a + 1 ASC NULLS LAST, b): NULL placement": (
+        lambda s: s["by_ab"].orderBy(F.asc_nulls_last(F.col("a") + 1), "b"), ["a", "b"], {}),
+    "(a + 1, x): not the next key": (
+        lambda s: s["by_ab"].orderBy(F.col("a") + 1, "x"), ["a", "x"], {}),
+    "(cast(a as tinyint), b): a narrowing cast": (
+        lambda s: s["by_ab"].orderBy(F.col("a").cast("tinyint"), "b"), ["a", "b"], {}),
+    "(floor(dec), b): a non-strict function followed by a key": (
+        lambda s: s["by_decb"].orderBy(F.floor("dec"), "b"), ["dec", "b"], {}),
+    "(floor(dec + 0.25), b): a non-strict function over a strict one": (
+        lambda s: s["by_decb"].orderBy(
+            F.floor(F.col("dec") + F.lit(0.25).cast("decimal(3,2)")), "b"), ["dec", "b"], {}),
+    "(trunc(date_add(d, 3), 'MM'), b): a month of days ties": (
+        lambda s: s["by_db"].orderBy(F.trunc(F.date_add("d", 3), "MM"), "b"), ["d", "b"], {}),
+    "a non-unique key: sorted by k, within partitions by (k, x)": (
+        lambda s: s["data"].orderBy("k").sortWithinPartitions("k", "x"), ["k", "x"], {}),
+    "groupBy(k, a) sorted by k only: (k, s) needs a too": (
+        lambda s: sums_by_k(s, "k", "a").orderBy("k").sortWithinPartitions("k", "s"),
+        ["k", "s"], {}),
+    "groupBy(k) sorted by k: within partitions by (k DESC, s)": (
+        lambda s: sums_by_k(s).orderBy("k").sortWithinPartitions(F.desc("k"), "s"),
+        ["k", "s"], {}),
+    "groupBy(k), sorted by mb (not the key): within partitions by (mb, s)": (
+        lambda s: sums_by_k(s).orderBy("mb").sortWithinPartitions("mb", "s"), ["mb", "s"], {}),
+    "a join with a duplicated right side breaks uniqueness": (
+        lambda s: unique_left(s).join(s["data"].select("k", "b"), "k").orderBy("k")
+        .sortWithinPartitions("k", "b"), ["k", "b"], {}),
+    "a full outer join: the right-only rows all have a NULL left key": (
+        lambda s: unique_left(s).where("k < 10").alias("l")
+        .join(sums_by_k(s).alias("r"), F.col("l.k") == F.col("r.k"), "full")
+        .where(F.col("l.k").isNull()).select(F.col("l.k").alias("lk"), "s", "mb")
+        .orderBy("lk").sortWithinPartitions("lk", "s"), ["lk", "s"], {}),
+    "a right outer join: the right-only rows all have a NULL left key": (
+        lambda s: unique_left(s).where("k < 10").alias("l")
+        .join(sums_by_k(s).alias("r"), F.col("l.k") == F.col("r.k"), "right")
+        .where(F.col("l.k").isNull()).select(F.col("l.k").alias("lk"), "s")
+        .orderBy("s"), ["s"], {}),
+    "a join on a non-key column of the unique side": (
+        lambda s: unique_left(s).join(sums_by_k(s).withColumnRenamed("k", "rk"),
+                                      F.col("x") == F.col("mb")).orderBy("k")
+        .sortWithinPartitions("k", "s"), ["k", "s"], {}),
+}
+
+
+def sort_shapes(plan) -> list[tuple[bool, int]]:
+    """(global, number of keys) of each Sort: a sort that keeps fewer keys, or a local
+    sort that goes while a global one stays, shows here and not in a count."""
+    return sorted((bool(getattr(n, "global")()), n.order().size())
+                  for n in jvm_nodes(plan) if n.getClass().getSimpleName() == "Sort")
+
+
+def sort_work(shapes) -> int:
+    """Keys compared over all sorts: what sparkext must lower for a redundant case."""
+    return sum(keys for _, keys in shapes)
+
+
+@pytest.fixture(scope="module")
+def mono_outcomes(spark, monotonic_sources, request):
+    src = {**monotonic_sources, "spark": spark}
+    results = {}
+    for group, cases in (("redundant", MONO_REDUNDANT), ("necessary", MONO_NECESSARY)):
+        for name, (build, keys, extra) in cases.items():
+            for aqe, aqe_conf in AQE.items():
+                per_mode = {}
+                for mode, settings in MODES.items():
+                    with conf(spark, {**settings, **aqe_conf, **extra}):
+                        df = build(src)
+                        qe = df._jdf.queryExecution()
+                        shapes = sort_shapes(qe.optimizedPlan())
+                        per_mode[mode] = len(shapes), collect(df), shapes
+                        written = len(sort_shapes(qe.withCachedData()))
+                results[f"{name} [{aqe}]"] = (group, written, keys, per_mode)
+    report(request, mono_summary(results))
+    return results
+
+
+def mono_summary(results) -> list[str]:
+    lines = ["| case | Sort nodes as written | N | S | S, EliminateSorts off |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    counts = {"Spark alone": 0, "only sparkext (a sort)": 0, "only sparkext (keys)": 0,
+              "rightly stays": 0}
+    for name, (group, written, _, m) in results.items():
+        cells = [f"{m[x][0]} {m[x][2]}" for x in ("N", "S", "S-")]
+        lines.append(f"| {name} | {written} | {' | '.join(cells)} |")
+        if group == "necessary":
+            counts["rightly stays"] += 1
+        elif m["S"][0] < m["N"][0]:
+            counts["only sparkext (a sort)"] += 1
+        elif sort_work(m["S"][2]) < sort_work(m["N"][2]):
+            counts["only sparkext (keys)"] += 1
+        else:
+            counts["Spark alone"] += 1
+    lines.append("; ".join(f"{k}: {v}" for k, v in counts.items()))
+    return lines
+
+
+MONO_IDS = {"redundant": [f"{n} [{a}]" for n in MONO_REDUNDANT for a in AQE],
+            "necessary": [f"{n} [{a}]" for n in MONO_NECESSARY for a in AQE]}
+
+
+@pytest.mark.parametrize("name", MONO_IDS["redundant"])
+def test_issue17_a_redundant_sort_is_removed(mono_outcomes, name):
+    _, written, keys, m = mono_outcomes[name]
+    assert m["S"][0] < written and m["S-"][0] < written, (written, m["S"][0], m["S-"][0])
+    assert sort_work(m["S"][2]) <= sort_work(m["N"][2]), "sparkext sorts more than Spark"
+    # Either Spark alone removes every sort, or sparkext sorts less than Spark does, with
+    # Catalyst's EliminateSorts on and off (a count alone cannot tell a local sort kept
+    # from a global one turned into a repartition).
+    for mode in ("S", "S-"):
+        assert m["N"][0] == 0 or sort_work(m[mode][2]) < sort_work(m["N"][2]), (mode, m)
+    check_rows(m, keys)
+
+
+@pytest.mark.parametrize("name", MONO_IDS["necessary"])
+def test_issue17_a_necessary_sort_stays(mono_outcomes, name):
+    _, written, keys, m = mono_outcomes[name]
+    # Every sort stays, global as global and local as local (a local sort removed while
+    # the global one under it stays would count the same). Keys may still go where they
+    # are redundant: (k DESC, s) over rows unique on k keeps only k DESC.
+    def kinds(shapes):
+        return [is_global for is_global, _ in shapes]
+    assert m["N"][0] >= 1 and kinds(m["S"][2]) == kinds(m["N"][2]) == kinds(m["S-"][2]), (
+        written, m["N"][2], m["S"][2], m["S-"][2])
+    check_rows(m, keys)
+
+
+def sort_key_counts(df) -> list[int]:
+    return [node.order().size() for node in jvm_nodes(df._jdf.queryExecution().optimizedPlan())
+            if node.getClass().getSimpleName() == "Sort"]
+
+
+@pytest.mark.parametrize("build, before, after", [
+    (lambda s: sums_by_k(s).orderBy("k", "s", "mb"), [3], [1]),
+    (lambda s: sums_by_k(s).orderBy("mb", "k", "s"), [3], [2]),
+    (lambda s: s["data"].orderBy(F.col("a") + 1, "a", "b"), [3], [2]),
+    # Required: keys after a non-unique key, or after a non-strict function, stay.
+    (lambda s: s["data"].orderBy("k", "x"), [2], [2]),
+    (lambda s: s["data"].orderBy(F.floor("dec"), "dec", "b"), [3], [3]),
+], ids=["keys after the unique k", "keys after k, not before it",
+        "a key a strict key determines", "a non-unique key", "a non-strict key"])
+def test_issue17_sort_keys_that_depend_on_earlier_ones_are_dropped(
+        spark, monotonic_sources, build, before, after):
+    with conf(spark, MODES["N"]):
+        df = build(monotonic_sources)
+        plain = (sort_key_counts(df), collect(df))
+    with conf(spark, MODES["S"]):
+        df = build(monotonic_sources)
+        simplified = (sort_key_counts(df), collect(df))
+    assert plain[0] == before and simplified[0] == after
+    assert simplified[1] == plain[1]

@@ -9,17 +9,22 @@ the keys before it, it has one value:
 - it is constant (``host = 'h1'`` above, a literal);
 - it is equal to an earlier key (the same expression again, or one known equal: ``a = b``,
   ``x AS y``), whatever its direction;
-- it is a deterministic function of earlier keys that are plain columns of exactly
-  comparable types (``order by a, b, a + b``). Not for floating point or collated
-  strings: rows that tie on a ``double`` may hold ``0.0`` and ``-0.0``.
+- it is a deterministic function of earlier keys of exactly comparable types (``order by
+  a, b, a + b``). Not for floating point or collated strings: rows that tie on a
+  ``double`` may hold ``0.0`` and ``-0.0``;
+- an earlier key is a strict function of it (``order by a + 1, a``): a strict function is
+  injective, so rows that tie on ``a + 1`` tie on ``a``;
+- the earlier keys cover a unique key of the input (:mod:`sparkext.uniqueness`: ``order
+  by k, total`` after ``groupBy(k)``): no two rows tie on them, so no later key is ever
+  consulted.
 
 A Sort whose keys are all constant is left to ``eliminate_sorts``.
 """
 
 from __future__ import annotations
 
-from sparkext.expressions import AttributeReference
-from sparkext.ordering import exactly_comparable, properties
+from sparkext.expressions import SortOrder
+from sparkext.ordering import properties
 from sparkext.plan import LogicalPlan, Sort
 
 __all__ = ["simplify_sort_keys"]
@@ -33,21 +38,15 @@ def simplify_sort_keys(plan: LogicalPlan) -> LogicalPlan:
 def _simplify(node: LogicalPlan) -> LogicalPlan:
     match node:
         case Sort(order=order, child=child):
-            props = properties(child)
-            kept, tied = [], set()
+            # What is known of the rows compared at each key: constants so far, and the
+            # keys already kept (ordering.EquivalenceProperties.tie).
+            ties = properties(child).copy()
+            kept: list[SortOrder] = []
             for o in order:
-                e = o.child
-                redundant = (
-                    props.constant(e) is not None
-                    or any(props.same_group(e, k.child) for k in kept)
-                    or (e.deterministic and e.references and not isinstance(
-                        e, AttributeReference) and e.references <= tied))
-                if redundant:
+                if ties.one_row_per_tie() or ties.constant(o.child) is not None:
                     continue
                 kept.append(o)
-                for member in props.group(e):
-                    if isinstance(member, AttributeReference) and exactly_comparable(member):
-                        tied.add(member.expr_id)
+                ties.tie(o.child)
             if len(kept) == len(order) or not kept:
                 return node
             return node.copy(order=tuple(kept))
