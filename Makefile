@@ -25,7 +25,9 @@ $(STAMP): requirements-dev.txt setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	# (pip 26 repeats setuptools' notice about editable installs as a warning block, even
+	# with --quiet: it says nothing about this project, and hid the demo's first lines)
+	$(PY) -W "ignore:Editable installation" -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(STAMP)

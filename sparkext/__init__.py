@@ -7,7 +7,8 @@
     sparkext.enable(spark)
 """
 
-from sparkext.optimizer import Batch, FixedPoint, Once, Rule, RuleExecutor, rule
+from sparkext.explain import Explanation, explain
+from sparkext.optimizer import Batch, FixedPoint, Once, Rule, RuleExecutor, because, rule
 from sparkext.session import (
     EXTENSION_CLASS,
     Enabled,
@@ -24,7 +25,7 @@ from sparkext.session import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "EXTENSION_CLASS", "Enabled", "FixedPoint", "Once", "Rule", "RuleExecutor",
-    "SparkextError", "configure", "connect_server_args", "disable", "enable", "jar_path",
-    "metrics", "reset_metrics", "rule",
+    "Batch", "EXTENSION_CLASS", "Enabled", "Explanation", "FixedPoint", "Once", "Rule",
+    "RuleExecutor", "SparkextError", "because", "configure", "connect_server_args", "disable",
+    "enable", "explain", "jar_path", "metrics", "reset_metrics", "rule",
 ]

@@ -4,7 +4,9 @@ The JVM sends one request document over the channel (:mod:`sparkext.channel`), w
 hands it to :meth:`RuleBridge.apply`; the bridge decodes it, runs the rule batches
 registered for that position, and answers with the rewritten plan,
 ``{"unchanged": true}``, or an error the JVM turns into one warning (or, in strict mode,
-an exception). Nothing raised here reaches the user's query.
+an exception). Nothing raised here reaches the user's query. Every answer from an
+executor carries its rules' figures (``stats``, docs/wire-format.md "Answers"), which
+the JVM adds to the session's per-rule metrics and to the query's explain.
 
 A call that recurses too deep for the channel's thread is answered again, from the
 start, on a deep stack (:mod:`sparkext.threads` says how and why).
@@ -26,10 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sparkext._tree import mirror_spec
-from sparkext.codec import Decoded, encode_answer
+from sparkext.codec import AnswerEncoder, Decoded
 from sparkext.context import scoped
 from sparkext.errors import error_document
-from sparkext.optimizer import POSITIONS, Batch, Cancelled, Rule, RuleError, RuleExecutor
+from sparkext.optimizer import (
+    POSITIONS, Batch, Cancelled, Result, Rule, RuleError, RuleExecutor, RuleStats)
 from sparkext.threads import NoThread, ThreadLost, run_on_deep_stack
 from sparkext.wire import UNCHANGED_ANSWER, handshake
 
@@ -62,6 +65,8 @@ class RuleBridge:
 
     def __init__(self, executors: dict[str, RuleExecutor]):
         self.executors = executors
+        #: a rule's figures travel under its index in the registration's rule list
+        self.rule_index = {r.name: i for i, r in enumerate(all_rules(executors))}
         self._calls: dict[int, _Call] = {}
         self._lock = threading.Lock()
 
@@ -127,32 +132,68 @@ class RuleBridge:
 
         # The header's settings are current while the rules run and the answer is written
         # (lazily decoded nodes are filled then too).
+        result = Result(decoded.plan)
+        trace = decoded.context.trace
         with scoped(decoded.context):
             try:
-                result = executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
-                                          catalyst_excluded=decoded.catalyst_excluded,
-                                          cancelled=call.cancelled.is_set)
+                executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
+                                 catalyst_excluded=decoded.catalyst_excluded,
+                                 cancelled=call.cancelled.is_set, trace=trace, result=result)
             except Cancelled:  # the JVM is gone: this answer only closes the call
                 return error_document("cancelled", call.rule or None,
                                       f"cancelled by the JVM while rule '{call.rule}' ran"
                                       if call.rule else "cancelled by the JVM")
             except RuleError as e:
-                return failed("rule", e.rule,
-                              str(e.cause) if e.cause is not None else e.message, e)
+                return self._with_stats(failed(
+                    "rule", e.rule, str(e.cause) if e.cause is not None else e.message, e),
+                    result.stats)
             except Exception as e:  # noqa: BLE001
                 return failed("executor", None, str(e), e)
             finally:
                 with self._lock:
                     self._calls.pop(call_id, None)
+            stats = self.stats_field(result.stats)
             if result.plan is decoded.plan:
-                return UNCHANGED_ANSWER
+                # written by hand: the JVM reads this, the common answer, without a JSON parser
+                return '{"unchanged":true,"stats":[' + ",".join(map(str, stats)) + "]}"
             try:
-                answer = encode_answer(result.plan, decoded, result.changed_by)
-                return json.dumps(answer, separators=(",", ":"), allow_nan=False)
+                return json.dumps(self._changed_answer(result, decoded, stats, trace),
+                                  separators=(",", ":"), allow_nan=False)
             except Exception as e:  # noqa: BLE001 - WireError, or a value JSON cannot hold
                 who = ", ".join(result.changed_by) or None
-                return failed("encode", who,
-                              f"returned a plan that cannot be sent to Spark: {e}", e)
+                return self._with_stats(failed(
+                    "encode", who, f"returned a plan that cannot be sent to Spark: {e}", e),
+                    result.stats)
+
+    def stats_field(self, stats: dict[str, RuleStats]) -> list[int]:
+        """``[index, invocations, effective, nanos, ...]``: four integers per rule that ran."""
+        out: list[int] = []
+        for name, s in stats.items():
+            out += (self.rule_index[name], s.invocations, s.effective, s.nanos)
+        return out
+
+    def _with_stats(self, error: str, stats: dict[str, RuleStats]) -> str:
+        """An error document with the figures of the rules that ran before the failure."""
+        doc = json.loads(error)
+        doc["stats"] = self.stats_field(stats)
+        return json.dumps(doc)
+
+    @staticmethod
+    def _changed_answer(result: Result, decoded: Decoded, stats: list[int],
+                        trace: bool) -> dict:
+        enc = AnswerEncoder(decoded)
+        answer: dict = {"plan": enc.node(result.plan), "rules": result.changed_by,
+                        "stats": stats}
+        because = {name: s.reasons for name, s in result.stats.items() if s.reasons}
+        if because:
+            answer["because"] = because
+        if trace:
+            # each change's plan, for Catalyst's plan change log (the plan before a step is
+            # the previous step's, or the request's)
+            answer["trace"] = [{"rule": s.rule, "plan": enc.node(s.after)}
+                               for s in result.steps]
+        answer["types"] = enc.types  # last: the trace's plans may add types
+        return answer
 
     class Java:
         implements = ["io.sparkext.RuleBridge"]
@@ -176,7 +217,7 @@ def registration(batches: Iterable[Batch], channel, spark_version: str | None = 
     batches = tuple(batches)
     _refuse_duplicate_names(batches)
     executors = split_by_position(batches)
-    rules = tuple(r for e in executors.values() for r in e.rules)
+    rules = all_rules(executors)
     bridge = RuleBridge(executors)
     spec = {
         "handshake": handshake(),
@@ -187,6 +228,11 @@ def registration(batches: Iterable[Batch], channel, spark_version: str | None = 
         "mirror": mirror_spec(spark_version),
     }
     return Registration(bridge, rules, spec)
+
+
+def all_rules(executors: dict[str, RuleExecutor]) -> tuple[Rule, ...]:
+    """Every rule, in the order of the registration's rule list (indices in ``stats``)."""
+    return tuple(r for e in executors.values() for r in e.rules)
 
 
 def split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:

@@ -9,8 +9,11 @@
                                                           with sparkext (docs/connect.md)
     python -m sparkext plan Q.sql --catalog DIR           the normalised optimized plan
     python -m sparkext plan-diff A B [--catalog DIR]      diff two plan files or SQL files
+                                                          (ids numbered by name, then
+                                                          position: small edits stay small)
     python -m sparkext explain Q.sql --catalog DIR        plans before/after sparkext, and
-                                                          which rule changed what
+                                                          which rule changed what, and why
+                                                          (sparkext.explain)
 
 ``--catalog DIR``: every ``<name>.parquet`` (file or folder) and every folder of parquet
 files in DIR becomes a temporary view ``<name>``.
@@ -19,13 +22,11 @@ files in DIR becomes a temporary view ``<name>``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
 
-from sparkext.kinds import Item, Kind
-from sparkext.testing.plans import diff_plans, normalize_plan
+from sparkext.testing.plans import IDS_BY_NAME, diff_plans, normalize_plan
 
 
 def _session(quiet: bool = True):
@@ -63,8 +64,8 @@ def _sql(path: str) -> str:
     return Path(path).read_text()
 
 
-def _plan_of(spark, path: str, kind: str) -> str:
-    return normalize_plan(spark.sql(_sql(path)), kind)
+def _plan_of(spark, path: str, kind: str, ids: str = "appearance") -> str:
+    return normalize_plan(spark.sql(_sql(path)), kind, ids=ids)
 
 
 def cmd_plan(args) -> int:
@@ -90,9 +91,9 @@ def cmd_plan_diff(args) -> int:
                 register_catalog(spark, args.catalog)
                 if not args.no_sparkext:
                     sparkext.enable(spark)
-            texts.append(_plan_of(spark, path, args.kind))
+            texts.append(_plan_of(spark, path, args.kind, IDS_BY_NAME))
         else:
-            texts.append(normalize_plan(Path(path).read_text()))
+            texts.append(normalize_plan(Path(path).read_text(), ids=IDS_BY_NAME))
     diff = diff_plans(texts[0], texts[1], args.a, args.b)
     if diff:
         print(diff, end="")
@@ -101,63 +102,16 @@ def cmd_plan_diff(args) -> int:
     return 0
 
 
-def changed_subtree(before, after):
-    """The smallest pair of subtrees where two plans differ (descending while the nodes
-    agree but for one child)."""
-    # (children first: reading them decodes a lazily decoded node, which fixes its class)
-    while len(before.children) == len(after.children) and type(before) is type(after):
-        differing = [(b, a) for b, a in zip(before.children, after.children) if b != a]
-        if len(differing) != 1:
-            break
-        own = [f.name for f in dataclasses.fields(before) if f.compare and not _holds_plans(f)]
-        if any(getattr(before, n) != getattr(after, n) for n in own):
-            break
-        before, after = differing[0]
-    return before, after
-
-
-def _holds_plans(f: dataclasses.Field) -> bool:
-    return "kind" in f.metadata and Kind(f.metadata["kind"]).item is Item.PLAN
-
-
 def cmd_explain(args) -> int:
     import sparkext
     from sparkext.catalyst import excluded_rules_conf
-    from sparkext.optimizer import Rule, RuleExecutor
-    from sparkext.rules import builtin_batches
 
     spark = _session()
     register_catalog(spark, args.catalog)
     if args.instead_of_catalyst:
         for key, value in excluded_rules_conf().items():
             spark.conf.set(key, value)
-    sql = _sql(args.file)
-    steps = []
-    executor = RuleExecutor(builtin_batches())
-
-    def traced(plan):
-        result = executor.execute(plan, trace=True)
-        steps.extend(result.steps)
-        return result.plan
-
-    spark.conf.set("spark.sparkext.enabled", "false")
-    before = normalize_plan(spark.sql(sql))
-    spark.conf.set("spark.sparkext.enabled", "true")
-    sparkext.enable(spark, [Rule("sparkext", traced)])
-    after = normalize_plan(spark.sql(sql))
-
-    print("== Optimized plan without sparkext ==")
-    print(before)
-    print("== Optimized plan with sparkext's rules ==")
-    print(after)
-    print(f"== What each rule changed ({len(steps)} change(s)) ==")
-    for i, step in enumerate(steps, 1):
-        old, new = changed_subtree(step.before, step.after)
-        print(f"-- {i}. {step.rule} (batch '{step.batch}', {step.seconds * 1000:.2f} ms)")
-        print("   before:")
-        print("     " + old.tree_string().replace("\n", "\n     "))
-        print("   after:")
-        print("     " + new.tree_string().replace("\n", "\n     "))
+    print(sparkext.explain(spark.sql(_sql(args.file))), end="")
     return 0
 
 

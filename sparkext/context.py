@@ -42,6 +42,9 @@ class CallContext:
     excluded: frozenset[str] = frozenset()
     #: Catalyst rules switched off (``spark.sql.optimizer.excludedRules``), short names
     catalyst_excluded: frozenset[str] = frozenset()
+    #: the JVM logs plan changes (``spark.sql.planChangeLog.level``): answer with each
+    #: rule's plan too
+    trace: bool = False
 
     @classmethod
     def from_header(cls, header: dict) -> CallContext:
@@ -52,6 +55,7 @@ class CallContext:
             time_zone_reverses=frozenset(header.get("tz_breaks", ())),
             excluded=frozenset(header.get("excluded", ())),
             catalyst_excluded=frozenset(header.get("catalyst_excluded", ())),
+            trace=header.get("trace") is True,
         )
 
 

@@ -19,10 +19,16 @@ when it changes nothing; the executor finds a batch's fixed point with ``is``::
 Batches run in order; ``Once`` runs its rules one time, ``FixedPoint(n)`` repeats them
 until the plan stops changing (at most ``n`` rounds). The executor refuses a rule that
 raises, returns something that is not a plan, or changes the plan's output columns.
+
+The executor counts, per rule, its invocations, the ones that changed the plan and the time
+spent in it (:class:`RuleStats`, sent to the JVM with every answer). A rule that changed
+something may say why with :func:`because`; the reasons go with the change to
+``sparkext.explain`` and the ``sparkext`` section of Spark's extended explain.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -125,6 +131,22 @@ class RuleError(Exception):
         self.cause = cause
 
 
+#: The reasons recorded by the rule application running in this context (None outside one).
+#: A context variable, so calls on several threads each collect their own.
+_reasons: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "sparkext_reasons", default=None)
+
+
+def because(reason: str) -> None:
+    """Records why the running rule changes the plan, in one line, e.g.
+    ``because("hostname is constant: hostname = 'h1'")``. Kept only when the rule's result
+    differs from its input; shown by ``sparkext.explain`` and by Spark's extended explain.
+    Outside a rule (a rule called directly, in a test) it does nothing."""
+    reasons = _reasons.get()
+    if reasons is not None:
+        reasons.append(str(reason))
+
+
 @dataclass(frozen=True)
 class Step:
     """One rule application that changed the plan (for traces and ``explain``)."""
@@ -134,6 +156,22 @@ class Step:
     before: LogicalPlan
     after: LogicalPlan
     seconds: float
+    #: what the rule recorded with :func:`because`
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass
+class RuleStats:
+    """One rule's figures in one call (the JVM sums them per session and per query)."""
+
+    #: times the executor ran the rule (every fixed-point round counts)
+    invocations: int = 0
+    #: invocations whose result differed from their input
+    effective: int = 0
+    #: wall-clock nanoseconds inside the rule
+    nanos: int = 0
+    #: the reasons recorded with :func:`because` by its effective invocations
+    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -145,6 +183,8 @@ class Result:
     steps: list[Step] = field(default_factory=list)
     #: batches that stopped at their iteration limit without converging
     unconverged: list[str] = field(default_factory=list)
+    #: per rule that ran, in first-run order
+    stats: dict[str, RuleStats] = field(default_factory=dict)
 
 
 def _signature(plan: LogicalPlan) -> list:
@@ -168,11 +208,17 @@ class RuleExecutor:
     def execute(self, plan: LogicalPlan, excluded: frozenset = frozenset(), *,
                 trace: bool = False, on_rule: Callable[[str], None] | None = None,
                 catalyst_excluded: frozenset = frozenset(),
-                cancelled: Callable[[], bool] | None = None) -> Result:
+                cancelled: Callable[[], bool] | None = None,
+                result: Result | None = None) -> Result:
         """Runs the batches on ``plan``. ``cancelled`` is asked before every rule (so between
         fixed-point rounds too): once it is true, :class:`Cancelled` is raised. A rule that
-        never returns is not stopped by it (docs/design.md, "Timeouts")."""
-        result = Result(plan)
+        never returns is not stopped by it (docs/design.md, "Timeouts").
+
+        ``result``, when given, is filled in place (and returned): a caller that catches
+        :class:`RuleError` or :class:`Cancelled` still reads the figures of the rules that
+        ran before it."""
+        if result is None:
+            result = Result(plan)
         for batch in self.batches:
             rules = [r for r in batch.rules if r.name not in excluded
                      and set(r.only_when_catalyst_excludes) <= catalyst_excluded]
@@ -196,13 +242,21 @@ class RuleExecutor:
     @staticmethod
     def _apply(batch: Batch, r: Rule, result: Result, trace: bool) -> None:
         plan = result.plan
-        start = time.perf_counter()
+        stats = result.stats.setdefault(r.name, RuleStats())
+        stats.invocations += 1
+        reasons: list[str] = []
+        token = _reasons.set(reasons)
+        start = time.perf_counter_ns()
         try:
             new = r(plan)
         except RecursionError as e:
             raise RuleError(r.name, "recursed too deep (the plan may be very deep)", e) from e
         except Exception as e:
             raise RuleError(r.name, f"raised {type(e).__name__}: {e}", e) from e
+        finally:
+            elapsed = time.perf_counter_ns() - start
+            stats.nanos += elapsed
+            _reasons.reset(token)
         if new is plan:
             return
         if not isinstance(new, LogicalPlan):
@@ -210,9 +264,12 @@ class RuleExecutor:
         if _signature(new) != _signature(plan):
             raise RuleError(r.name, f"changed the plan's output from "
                                     f"{list(plan.output)} to {list(new.output)}")
+        stats.effective += 1
+        stats.reasons.extend(reasons)
         if r.name not in result.changed_by:
             result.changed_by.append(r.name)
         if trace:
-            result.steps.append(Step(batch.name, r.name, plan, new, time.perf_counter() - start))
+            result.steps.append(Step(batch.name, r.name, plan, new, elapsed / 1e9,
+                                     tuple(reasons)))
         result.plan = new
 

@@ -377,18 +377,19 @@ def disable(spark) -> None:
 
 
 def metrics(spark) -> dict:
-    """The bridge's counters for this session: calls, skipped, accepted, rejected, errors,
-    timeouts, and milliseconds spent encoding, in Python and rebuilding.
+    """The bridge's counters for this session (docs/performance.md, "Metrics", lists every
+    key). Counts are integers; times are integer nanoseconds (``*_nanos``); ``warnings``
+    holds the last warnings; ``rules`` maps each Python rule's name to
+    ``{"invocations", "effective", "nanos", "refused", "refusal_reasons"}``.
 
     On a Spark Connect session they come from ``SELECT * FROM sparkext_metrics()``, the
-    table function the extension adds on the server (same counters, same names)."""
+    table function the extension adds on the server (same counters, same names; there
+    ``rules`` is a JSON column, decoded here)."""
     if _is_connect(spark):
         m = _metrics_row(spark, "sparkext_metrics")
-    else:
-        m = json.loads(_registry(spark).metrics(_jsession(spark)))
-    for key in [k for k in m if k.endswith("_nanos")]:
-        m[key[:-len("_nanos")] + "_ms"] = m[key] / 1e6
-    return m
+        m["rules"] = json.loads(m["rules"]) if m.get("rules") else {}
+        return m
+    return json.loads(_registry(spark).metrics(_jsession(spark)))
 
 
 def reset_metrics(spark) -> None:

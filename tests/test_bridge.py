@@ -475,6 +475,7 @@ def test_metrics_are_readable_from_python(spark, tables):
         filtered_projection(spark).collect()
         m = sparkext.metrics(spark)
     for key in ("calls", "skipped", "accepted", "unchanged", "rejected", "python_errors",
-                "timeouts", "encode_ms", "python_ms", "rebuild_ms", "validate_ms"):
+                "timeouts", "encode_nanos", "python_nanos", "rebuild_nanos", "validate_nanos",
+                "rules"):
         assert key in m
     assert m["calls"] + m["skipped"] >= 1

@@ -35,6 +35,39 @@ def test_plan_files_that_differ_give_a_diff_and_exit_one(tmp_path):
     assert "-+- Filter (a#1 > 5)" in out.stdout and "++- Filter (a#1 > 6)" in out.stdout
 
 
+SORTED = """Sort [b#7 ASC NULLS FIRST, a#6L ASC NULLS FIRST], true
++- Project [a#6L, b#7, c#8]
+   +- Filter (a#6L > 5)
+      +- Join Inner, (a#6L = a#9L)
+         :- Relation [a#6L,b#7,c#8] parquet
+         +- Relation [a#9L] parquet
+"""
+
+
+def test_dropping_one_sort_key_is_a_one_line_diff(tmp_path):
+    """Ids numbered by first appearance would shift every attribute after the dropped key
+    (here five more lines); by name, then position, only the edited line differs."""
+    (tmp_path / "a.txt").write_text(SORTED)
+    (tmp_path / "b.txt").write_text(SORTED.replace("b#7 ASC NULLS FIRST, ", "")
+                                    .replace("#6L", "#16L").replace("#7", "#17")
+                                    .replace("#8", "#18").replace("#9L", "#19L"))
+    out = sparkext_cli("plan-diff", tmp_path / "a.txt", tmp_path / "b.txt")
+    assert out.returncode == 1, out.stderr
+    changed = [line for line in out.stdout.splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == ["-Sort [b#1 ASC NULLS FIRST, a#1 ASC NULLS FIRST], true",
+                       "+Sort [a#1 ASC NULLS FIRST], true"], out.stdout
+
+
+def test_plan_diff_tells_apart_two_attributes_of_one_name(tmp_path):
+    """The self-join's two ``a``: by position, so a swap of the join keys is a diff."""
+    swapped = SORTED.replace("(a#6L = a#9L)", "(a#9L = a#6L)")
+    (tmp_path / "a.txt").write_text(SORTED)
+    (tmp_path / "b.txt").write_text(swapped)
+    out = sparkext_cli("plan-diff", tmp_path / "a.txt", tmp_path / "b.txt")
+    assert out.returncode == 1 and "+      +- Join Inner, (a#2 = a#1)" in out.stdout, out.stdout
+
+
 def test_plan_diff_of_two_queries(tmp_path):
     data = tpch_dir()
     original = TPCH.query("q06")

@@ -74,23 +74,31 @@ def plan_text(df_or_plan, kind: str = "optimized") -> str:
     raise TypeError(f"cannot read a plan from {type(df_or_plan).__name__}")
 
 
-def normalize_plan(text_or_plan, kind: str = "optimized") -> str:
+#: How :func:`normalize_plan` renumbers expression ids.
+IDS_BY_APPEARANCE = "appearance"
+IDS_BY_NAME = "name"
+
+
+def normalize_plan(text_or_plan, kind: str = "optimized", *, ids: str = IDS_BY_APPEARANCE
+                   ) -> str:
     """Plan text that is the same in every session and every run.
 
-    Expression ids are renumbered in order of first appearance (``#123L`` -> ``#1``, the
-    same id always getting the same number); plan ids, codegen stage ids, statistics,
-    file paths and locations, object hashes and RDD ids are masked; trailing spaces go.
-    Like Spark's own PlanStabilitySuite, but keeping which attributes are the same.
+    Expression ids are renumbered (``#123L`` -> ``#1``, the same id always getting the same
+    number): with ``ids=IDS_BY_APPEARANCE`` (golden plans) in order of first appearance;
+    with ``ids=IDS_BY_NAME`` (``plan-diff``) by name, then by position among the ids of
+    that name (``a#12``, ``b#40``, ``a#13`` -> ``a#1``, ``b#1``, ``a#2``), so a small edit
+    (one sort key dropped) renumbers no other attribute. Plan ids, codegen stage ids,
+    statistics, file paths and locations, object hashes and RDD ids are masked; trailing
+    spaces go. Like Spark's own PlanStabilitySuite, but keeping which attributes are the
+    same.
     """
+    if ids not in (IDS_BY_APPEARANCE, IDS_BY_NAME):
+        raise ValueError(f"ids must be {IDS_BY_APPEARANCE!r} or {IDS_BY_NAME!r}, not {ids!r}")
     text = plan_text(text_or_plan, kind)
-    ids: dict[str, int] = {}
-
-    def renumber(m: re.Match) -> str:
-        return "#" + str(ids.setdefault(m.group(1), len(ids) + 1))
-
     text = _PLAN_ID.sub("plan_id=x", text)
     text = _STAGE_ID.sub(r"\1x", text)
-    text = _EXPR_ID.sub(renumber, text)
+    text = _EXPR_ID.sub(_renumber_by_name(text) if ids == IDS_BY_NAME
+                        else _renumber_by_appearance(), text)
     text = _CODEGEN.sub("*(x)", text)
     text = _CODEGEN_STAGE.sub(lambda m: m.group(1) + " (x)", text)
     text = _STATS.sub("Statistics(...)", text)
@@ -99,6 +107,43 @@ def normalize_plan(text_or_plan, kind: str = "optimized") -> str:
     text = _HASH.sub("@x", text)
     text = _RDD.sub(r"\1[x]", text)
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines()) + "\n"
+
+
+def _renumber_by_appearance() -> Callable[[re.Match], str]:
+    seen: dict[str, int] = {}
+
+    def renumber(m: re.Match) -> str:
+        return "#" + str(seen.setdefault(m.group(1), len(seen) + 1))
+
+    return renumber
+
+
+def _id_name(text: str, at: int) -> str:
+    """The name written before the ``#`` at ``at``: ``a`` in ``(a#1 > 5)``, ``sum(x)`` in
+    ``sum(x#2) AS sum(x)#3``."""
+    start = at
+    while start > 0 and text[start - 1] not in " \t\n[,=":
+        start -= 1
+    name = text[start:at]
+    while name.startswith("(") and name.count("(") > name.count(")"):
+        name = name[1:]
+    return name
+
+
+def _renumber_by_name(text: str) -> Callable[[re.Match], str]:
+    """Numbers each id by its name's order among the distinct ids of that name."""
+    number: dict[str, int] = {}
+    per_name: dict[str, int] = {}
+    for m in _EXPR_ID.finditer(text):
+        if m.group(1) not in number:
+            name = _id_name(text, m.start())
+            per_name[name] = per_name.get(name, 0) + 1
+            number[m.group(1)] = per_name[name]
+
+    def renumber(m: re.Match) -> str:
+        return "#" + str(number[m.group(1)])
+
+    return renumber
 
 
 def diff_plans(expected: str, actual: str, expected_name: str = "expected",

@@ -4,6 +4,41 @@ import java.util.concurrent.atomic.AtomicLong
 
 import com.fasterxml.jackson.databind.ObjectMapper
 
+/** One Python rule's figures in a session (`sparkext.metrics(spark)["rules"][name]`). */
+final class RuleFigures {
+  /** Times the rule ran (each fixed-point round counts). */
+  val invocations = new AtomicLong
+  /** Invocations that changed the plan. */
+  val effective = new AtomicLong
+  /** Wall-clock nanoseconds in the rule, in Python. */
+  val nanos = new AtomicLong
+  /** Changes of the rule that were not kept: it raised, or its plan failed validation. */
+  val refused = new AtomicLong
+
+  private val maxReasons = 10
+  private val reasons = new java.util.ArrayDeque[String]()
+
+  def refuse(reason: String): Unit = {
+    refused.incrementAndGet()
+    reasons.synchronized {
+      if (!reasons.contains(reason)) {
+        if (reasons.size == maxReasons) reasons.removeFirst()
+        reasons.addLast(reason)
+      }
+    }
+  }
+
+  def toMap: java.util.Map[String, Any] = {
+    val m = new java.util.LinkedHashMap[String, Any]()
+    m.put("invocations", invocations.get())
+    m.put("effective", effective.get())
+    m.put("nanos", nanos.get())
+    m.put("refused", refused.get())
+    m.put("refusal_reasons", reasons.synchronized(new java.util.ArrayList[String](reasons)))
+    m
+  }
+}
+
 /**
  * Per-session counters of the bridge. Every field is monotonic until [[reset]]; times are
  * wall-clock nanoseconds summed over calls.
@@ -42,6 +77,15 @@ final class BridgeMetrics {
   val validateNanos = new AtomicLong
   val payloadBytes = new AtomicLong
 
+  /** Per Python rule, by name, in first-run order. */
+  private val rules = new java.util.LinkedHashMap[String, RuleFigures]()
+
+  def rule(name: String): RuleFigures = rules.synchronized {
+    var f = rules.get(name)
+    if (f == null) { f = new RuleFigures; rules.put(name, f) }
+    f
+  }
+
   private val maxWarnings = 20
   private val warnings = new java.util.ArrayDeque[String]()
 
@@ -64,12 +108,19 @@ final class BridgeMetrics {
   def reset(): Unit = {
     all.foreach(_._2.set(0))
     warnings.synchronized(warnings.clear())
+    rules.synchronized(rules.clear())
   }
 
   def toJson: String = {
     val m = new java.util.LinkedHashMap[String, Any]()
     all.foreach { case (k, v) => m.put(k, v.get()) }
     m.put("warnings", warnings.synchronized(new java.util.ArrayList[String](warnings)))
+    val byRule = new java.util.LinkedHashMap[String, Any]()
+    rules.synchronized {
+      val it = rules.entrySet.iterator
+      while (it.hasNext) { val e = it.next(); byRule.put(e.getKey, e.getValue.toMap) }
+    }
+    m.put("rules", byRule)
     new ObjectMapper().writeValueAsString(m)
   }
 }

@@ -20,8 +20,9 @@ import org.apache.spark.unsafe.types.UTF8String
  * }}}
  *
  * Both return one wide row: a BIGINT column per counter, named and ordered as
- * [[BridgeMetrics]] writes them (the keys of `sparkext.metrics(spark)` before it adds the
- * `_ms` fields), and `warnings ARRAY<STRING>`. One row rather than one row per counter: a
+ * [[BridgeMetrics]] writes them (the keys of `sparkext.metrics(spark)`),
+ * `warnings ARRAY<STRING>`, and `rules STRING`: the per-rule figures as a JSON object
+ * (`sparkext.metrics` decodes it). One row rather than one row per counter: a
  * client reads it as the same dictionary, and SQL selects a counter by name.
  *
  * The row is read when Spark analyses the query, from the session that analyses it (the
@@ -60,7 +61,8 @@ object MetricsTable {
     SparkSession.getActiveSession.getOrElse(throw new SparkextException(
       s"$name() needs an active SparkSession: run it through spark.sql"))
 
-  /** One column per field of the JSON object: integers as BIGINT, lists of strings. */
+  /** One column per field of the JSON object: integers as BIGINT, lists of strings,
+   *  objects as their JSON text. */
   private def toRow(json: JsonNode): LocalRelation = {
     val names = scala.collection.mutable.ArrayBuffer.empty[String]
     json.fieldNames().forEachRemaining(n => names += n)
@@ -75,6 +77,8 @@ object MetricsTable {
       val items = new Array[Any](value.size)
       for (i <- 0 until value.size) items(i) = UTF8String.fromString(value.get(i).asText)
       ((name, ArrayType(StringType, containsNull = false)), new GenericArrayData(items))
+    } else if (value.isObject) {
+      ((name, StringType), UTF8String.fromString(mapper.writeValueAsString(value)))
     } else if (value.isIntegralNumber) {
       ((name, LongType), value.asLong)
     } else {

@@ -16,8 +16,9 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.DataType
 
-import io.sparkext.shims.SparkShim
+import io.sparkext.shims.{ExplainShim, SparkShim}
 
 /**
  * The Catalyst rule that hands the plan to Python: one call per invocation, never one
@@ -65,12 +66,19 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
       return skip(m.skippedNoPattern)
     }
 
-    val call = new BridgeCall(reg, position, state, conf, excluded)
+    // From the first call on, the session's extended explain has a sparkext section.
+    if (!state.explainRegistered) {
+      ExplainShim.register(conf)
+      state.explainRegistered = true
+    }
+    val report = QueryReport.current()
+    val call = new BridgeCall(reg, position, state, conf, excluded, report)
     if (reg.breaker.isOpen(call.cooldownMs, Calls.stillRunning(reg, _))) {
       m.skipped.incrementAndGet()
-      return call.skipOpenBreaker(plan)
+      report.note("Python rules were skipped: a call timed out (cool-down)")
+      return PythonRules.tagged(call.skipOpenBreaker(plan), report)
     }
-    val result = call.run(plan)
+    val result = PythonRules.tagged(call.run(plan), report)
     state.memoize(position, result, reg.version, memoKey)
     result
   }
@@ -78,6 +86,12 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
 
 object PythonRules {
   private[sparkext] val log = LoggerFactory.getLogger("io.sparkext.PythonRules")
+
+  /** `plan`, carrying its query's report for the explain (see [[QueryReport]]). */
+  private def tagged(plan: LogicalPlan, report: QueryReport): LogicalPlan = {
+    plan.setTagValue(QueryReport.Tag, report)
+    plan
+  }
 
   def flag(conf: SQLConf, key: String, default: Boolean): Boolean =
     conf.getConfString(key, default.toString).trim.equalsIgnoreCase("true")
@@ -164,9 +178,13 @@ private[sparkext] final class BridgeCall(
     position: Position,
     session: SessionBridge,
     conf: SQLConf,
-    excluded: Set[String]) {
+    excluded: Set[String],
+    report: QueryReport) {
 
   private val m = session.metrics
+
+  /** Catalyst's plan change log prints: ask Python for each rule's plan ([[PlanChangeLog]]). */
+  private val trace = PlanChangeLog.active(conf)
 
   private val strict = PythonRules.flag(conf, Conf.Strict, default = false)
 
@@ -197,10 +215,45 @@ private[sparkext] final class BridgeCall(
       catch { case f: Failed => f.plan }
   }
 
-  /** [[PythonRules.report]], then gives back the input plan. */
-  private def fail(plan: LogicalPlan, counter: AtomicLong, message: String, detail: String = ""): Nothing = {
+  /** [[PythonRules.report]], then gives back the input plan; `refused` names the rules
+   *  whose change this failure threw away (their figures record the refusal). */
+  private def fail(plan: LogicalPlan, counter: AtomicLong, message: String, detail: String = "",
+      refused: Seq[String] = Nil): Nothing = {
+    refused.foreach { r =>
+      m.rule(r).refuse(message)
+      report.refused(r, message)
+    }
+    if (refused.isEmpty) report.note(message)
     PythonRules.report(session, strict, counter, message, detail)
     throw new Failed(plan)
+  }
+
+  /** Adds the answer's per-rule figures (`[index, invocations, effective, nanos]...`). */
+  private def record(stats: Array[Long]): Unit = {
+    var i = 0
+    while (i + 3 < stats.length) {
+      val index = stats(i).toInt
+      if (index >= 0 && index < reg.rules.length) {
+        val name = reg.rules(index).name
+        val f = m.rule(name)
+        f.invocations.addAndGet(stats(i + 1))
+        f.effective.addAndGet(stats(i + 2))
+        f.nanos.addAndGet(stats(i + 3))
+        report.ran(name, stats(i + 1), stats(i + 2), stats(i + 3))
+      }
+      i += 4
+    }
+  }
+
+  private def record(doc: JsonNode): Unit = {
+    val stats = doc.get("stats")
+    if (stats != null && stats.isArray) record(stats.asScala.map(_.asLong).toArray)
+    val because = doc.get("because")
+    if (because != null && because.isObject) {
+      because.fieldNames.asScala.foreach { rule =>
+        because.get(rule).asScala.foreach(reason => report.because(rule, reason.asText))
+      }
+    }
   }
 
   private def attempt(plan: LogicalPlan): LogicalPlan = {
@@ -225,6 +278,7 @@ private[sparkext] final class BridgeCall(
         catalystExcluded.foreach(g.writeString)
         g.writeEndArray()
       }
+      if (trace) g.writeBooleanField("trace", true)
     }) catch {
       case NonFatal(e) => fail(plan, m.encodeErrors,
         s"could not encode the plan for Python ($e); please report this with the plan", plan.treeString)
@@ -236,19 +290,22 @@ private[sparkext] final class BridgeCall(
     val response = try reg.channel.call(reg.key, payload, timeoutMs) catch {
       case _: PythonChannel.Timeout =>
         reg.breaker.trip(callId, cooldownMs)
-        val who = Calls.cancel(reg, callId).filter(_.nonEmpty).map(r => s" (rule '$r' was running)").getOrElse("")
+        val running = Calls.cancel(reg, callId).filter(_.nonEmpty)
+        val who = running.map(r => s" (rule '$r' was running)").getOrElse("")
         val cooldown = if (cooldownMs > 0) s" and for ${Conf.CooldownMs}=$cooldownMs in this session" else ""
         fail(plan, m.timeouts, s"Python rules did not answer within ${Conf.TimeoutMs}=$timeoutMs$who; " +
-          s"they are skipped for the rest of this query$cooldown")
+          s"they are skipped for the rest of this query$cooldown", refused = running.toSeq)
       case NonFatal(e) =>
         fail(plan, m.pythonErrors, s"the call to Python failed: $e (is the Python driver alive?)")
     } finally {
       m.pythonNanos.addAndGet(System.nanoTime() - t1)
     }
 
-    // The common answer, compared as text: parsing even this much JSON with Jackson cost
+    // The common answer, read without Jackson: parsing even this much JSON with it cost
     // 0.1 ms inside the optimizer (docs/performance.md).
-    if (response == BridgeCall.Unchanged) {
+    val unchangedStats = BridgeCall.unchangedStats(response)
+    if (unchangedStats != null) {
+      record(unchangedStats)
       m.unchanged.incrementAndGet()
       return plan
     }
@@ -257,24 +314,29 @@ private[sparkext] final class BridgeCall(
         s"Python's answer is over one of the JVM's JSON parsing limits: ${e.getMessage}")
       case NonFatal(e) => fail(plan, m.pythonErrors, s"Python answered with malformed JSON: $e")
     }
+    record(doc)
     val error = doc.get("error")
     if (error != null) {
-      fail(plan, m.pythonErrors, PythonRules.describeError(error), text(error, "traceback"))
+      val rule = text(error, "rule")
+      val kind = text(error, "kind")
+      fail(plan, m.pythonErrors, PythonRules.describeError(error), text(error, "traceback"),
+        refused = if (rule.nonEmpty && kind != "cancelled") rule.split(", ").toSeq else Nil)
     }
     if (doc.has("unchanged")) {
       m.unchanged.incrementAndGet()
       return plan
     }
-    val by = doc.get("rules") match {
-      case null => "Python rules"
-      case rs => rs.asScala.map(_.asText()).mkString("rule(s) ", ", ", "")
-    }
+    val changedBy = Option(doc.get("rules")).map(_.asScala.map(_.asText()).toSeq).getOrElse(Nil)
+    val by = if (changedBy.isEmpty) "Python rules" else changedBy.mkString("rule(s) ", ", ", "")
 
     val t2 = System.nanoTime()
     val rebuilt = try {
-      new PlanRebuilder(reg.spec, enc.call, PlanRebuilder.types(doc.get("types"))).plan(doc.get("plan"))
+      val types = PlanRebuilder.types(doc.get("types"))
+      if (trace) logSteps(plan, doc.get("trace"), enc.call, types)
+      new PlanRebuilder(reg.spec, enc.call, types).plan(doc.get("plan"))
     } catch {
-      case NonFatal(e) => fail(plan, m.rejected, s"the plan returned by $by cannot be built: ${e.getMessage}")
+      case NonFatal(e) => fail(plan, m.rejected, s"the plan returned by $by cannot be built: ${e.getMessage}",
+        refused = changedBy)
     } finally {
       m.rebuildNanos.addAndGet(System.nanoTime() - t2)
     }
@@ -289,9 +351,22 @@ private[sparkext] final class BridgeCall(
     } finally {
       m.validateNanos.addAndGet(System.nanoTime() - t3)
     }
-    problem.foreach(p => fail(plan, m.rejected, s"the plan returned by $by was rejected: $p"))
+    problem.foreach(p => fail(plan, m.rejected, s"the plan returned by $by was rejected: $p",
+      refused = changedBy))
     m.accepted.incrementAndGet()
     rebuilt
+  }
+
+  /** Each rule's change in Catalyst's plan change log; a step that cannot be rebuilt on its
+   *  own (the log is a diagnostic) ends the log of this call, never the call. */
+  private def logSteps(input: LogicalPlan, steps: JsonNode, call: EncodedCall,
+      types: IndexedSeq[DataType]): Unit = {
+    if (steps == null || !steps.isArray) return
+    val rebuilt = steps.asScala.toSeq.flatMap { s =>
+      try Some(s.get("rule").asText() -> new PlanRebuilder(reg.spec, call, types).plan(s.get("plan")))
+      catch { case NonFatal(_) => None }
+    }
+    PlanChangeLog.log(input, rebuilt)
   }
 
   private def text(j: JsonNode, field: String): String = {
@@ -304,6 +379,19 @@ private[sparkext] object BridgeCall {
 
   /** Python's answer when no rule changed the plan, exactly as sparkext/bridge.py writes it. */
   val Unchanged = "{\"unchanged\":true}"
+  private val UnchangedWithStats = "{\"unchanged\":true,\"stats\":["
+
+  /**
+   * The figures of an unchanged answer (`{"unchanged":true,"stats":[1,2,...]}`, written by
+   * hand in sparkext/bridge.py), read without a JSON parser; null for any other answer.
+   */
+  def unchangedStats(answer: String): Array[Long] = {
+    if (answer == Unchanged) return Array.emptyLongArray
+    if (!answer.startsWith(UnchangedWithStats) || !answer.endsWith("]}")) return null
+    val numbers = answer.substring(UnchangedWithStats.length, answer.length - 2)
+    if (numbers.isEmpty) return Array.emptyLongArray
+    try numbers.split(',').map(_.toLong) catch { case _: NumberFormatException => null }
+  }
 
   /**
    * Accepts a rewrite only when it is resolved, has exactly the input's output attributes

@@ -146,6 +146,8 @@ private[sparkext] final case class Memo(plan: WeakReference[LogicalPlan], versio
 /** Everything sparkext keeps for one SparkSession. */
 final class SessionBridge {
   @volatile var registration: Registration = null
+  /** Whether the session's extended explain lists sparkext's section yet (io.sparkext.shims.ExplainShim). */
+  @volatile var explainRegistered = false
   val metrics = new BridgeMetrics
   private val memos = Map[Position, AtomicReference[Memo]](
     Position.Once -> new AtomicReference[Memo](),

@@ -1,0 +1,187 @@
+"""``sparkext.explain(df)``: what sparkext's rules do to one DataFrame, rule by rule.
+
+The report has the optimized plan without sparkext and with it, then per rule that ran:
+how often it ran, how often it changed the plan and its time in Python; then each change,
+as the smallest subtree before and after, with the reasons the rule recorded with
+:func:`sparkext.because`; and any rule whose change was refused, with the reason::
+
+    print(sparkext.explain(spark.table("events").where("host = 'h1'").orderBy("host", "ts")))
+
+It optimizes the DataFrame's analyzed plan again in a clone of its session (same
+configuration, same temporary views), where it registers the rules (``rules``, or the
+built-in ones) wrapped in a tracing executor: the DataFrame's own session and its rules
+are left as they are. Spark 4.x also shows a shorter per-query ``sparkext`` section in
+``df.explain("extended")`` (docs/design.md, "Explain").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkext.bridge import split_by_position
+from sparkext.context import current
+from sparkext.kinds import Item, Kind
+from sparkext.optimizer import (
+    Batch, Once, Result, Rule, RuleError, RuleExecutor, RuleStats, Step, as_rule)
+from sparkext.plan import LogicalPlan
+
+
+@dataclass
+class Refusal:
+    """A change that was thrown away: the rule raised, or the plan failed validation."""
+
+    rule: str
+    reason: str
+
+
+@dataclass
+class Explanation:
+    """What :func:`explain` returns; ``str()`` is the report."""
+
+    #: the optimized plans without and with sparkext (normalised ids)
+    before: str
+    after: str
+    #: every change, in the order the rules made them
+    steps: list[Step] = field(default_factory=list)
+    #: per rule that ran, summed over every optimizer call of the query
+    stats: dict[str, RuleStats] = field(default_factory=dict)
+    refusals: list[Refusal] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        out = ["== Optimized plan without sparkext ==", self.before.rstrip("\n"),
+               "== Optimized plan with sparkext's rules ==", self.after.rstrip("\n"),
+               "== Rules that ran ==", *self._rule_lines(),
+               f"== What each rule changed ({len(self.steps)} change(s)) =="]
+        for i, step in enumerate(self.steps, 1):
+            old, new = changed_subtree(step.before, step.after)
+            out.append(f"-- {i}. {step.rule} (batch '{step.batch}', "
+                       f"{step.seconds * 1000:.2f} ms)")
+            out += [f"   because: {r}" for r in step.reasons]
+            out += ["   before:", _indent(old.tree_string()),
+                    "   after:", _indent(new.tree_string())]
+        if self.refusals:
+            out.append("== Refused ==")
+            out += [f"{r.rule}: {r.reason}" for r in self.refusals]
+        return "\n".join(out) + "\n"
+
+    def _rule_lines(self) -> list[str]:
+        if not self.stats:
+            return ["no Python rule ran"]
+        return [f"{name}: ran {s.invocations}x, "
+                + (f"changed the plan {s.effective}x" if s.effective else "unchanged")
+                + f", {s.nanos / 1e6:.3f} ms" for name, s in self.stats.items()]
+
+
+def _indent(text: str) -> str:
+    return "     " + text.rstrip("\n").replace("\n", "\n     ")
+
+
+def changed_subtree(before: LogicalPlan, after: LogicalPlan) -> tuple[LogicalPlan, LogicalPlan]:
+    """The smallest pair of subtrees where two plans differ (descending while the nodes
+    agree but for one child)."""
+    # (children first: reading them decodes a lazily decoded node, which fixes its class)
+    while len(before.children) == len(after.children) and type(before) is type(after):
+        differing = [(b, a) for b, a in zip(before.children, after.children) if b != a]
+        if len(differing) != 1:
+            break
+        own = [f.name for f in dataclasses.fields(before)
+               if f.compare and not _holds_plans(f)]
+        if any(getattr(before, n) != getattr(after, n) for n in own):
+            break
+        before, after = differing[0]
+    return before, after
+
+
+def _holds_plans(f: dataclasses.Field) -> bool:
+    return "kind" in f.metadata and Kind(f.metadata["kind"]).item is Item.PLAN
+
+
+class _Tracer:
+    """Runs the rules of one position as the bridge would, keeping every change."""
+
+    def __init__(self, executor: RuleExecutor, explanation: Explanation):
+        self.executor = executor
+        self.explanation = explanation
+
+    def __call__(self, plan: LogicalPlan) -> LogicalPlan:
+        ctx = current()
+        result = Result(plan)
+        try:
+            self.executor.execute(
+                plan, ctx.excluded if ctx else frozenset(), trace=True, result=result,
+                catalyst_excluded=ctx.catalyst_excluded if ctx else frozenset())
+        except RuleError as e:
+            self.explanation.refusals.append(Refusal(e.rule, str(e)))
+            result.plan = plan  # as the bridge: a failing rule leaves the plan as it was
+            result.steps.clear()
+        self.explanation.steps += result.steps
+        for name, s in result.stats.items():
+            total = self.explanation.stats.setdefault(name, RuleStats())
+            total.invocations += s.invocations
+            total.effective += s.effective
+            total.nanos += s.nanos
+            total.reasons += s.reasons
+        return result.plan
+
+
+def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *,
+            batches: Iterable[Batch] | None = None) -> Explanation:
+    """What ``rules`` (default: the built-in rules; or ``batches``) do to ``df``'s plan.
+    ``df`` is a DataFrame of a classic session with the sparkext jar (not Spark Connect)."""
+    from pyspark.sql import DataFrame, SparkSession
+
+    import sparkext
+    from sparkext.rules import builtin_batches
+    from sparkext.session import SparkextError, _is_connect
+    from sparkext.testing.plans import normalize_plan
+
+    spark = df.sparkSession
+    if _is_connect(spark):
+        raise SparkextError("sparkext.explain needs a classic session (the plan is optimized "
+                            "again in the driver); on Spark Connect read the metrics, or "
+                            "EXPLAIN EXTENDED on the server (Spark 4.x)")
+    if batches is None:
+        if rules is None:
+            batches = builtin_batches()
+        else:
+            listed = [rules] if isinstance(rules, Rule) or callable(rules) else list(rules)
+            batches = [Batch("user rules", Once(), tuple(as_rule(r) for r in listed))]
+    explanation = Explanation("", "")
+    tracers = tuple(Rule(f"explain[{pos}]", _Tracer(executor, explanation), position=pos)
+                    for pos, executor in split_by_position(tuple(batches)).items())
+
+    # A clone: the same conf and temporary views, and no registration of its own yet.
+    jclone = spark._jsparkSession.cloneSession()
+    clone = SparkSession(spark.sparkContext, jclone)
+    analyzed = df._jdf.queryExecution().analyzed()
+
+    def optimized() -> str:
+        return normalize_plan(DataFrame(_dataset_of(clone, analyzed), clone))
+
+    clone.conf.set("spark.sparkext.enabled", "false")
+    explanation.before = optimized()
+    clone.conf.set("spark.sparkext.enabled", "true")
+    enabled = sparkext.enable(clone, batches=[Batch("explain", Once(), tracers)])
+    try:
+        explanation.after = optimized()
+        # A change the JVM refused (its plan failed validation) shows in the wrapper's
+        # figures; name the rules that made it.
+        for figures in sparkext.metrics(clone)["rules"].values():
+            for reason in figures["refusal_reasons"]:
+                who = ", ".join(s.rule for s in explanation.steps) or "?"
+                explanation.refusals.append(Refusal(who, reason))
+    finally:
+        enabled.disable()
+    return explanation
+
+
+def _dataset_of(session: Any, plan: Any) -> Any:
+    """A new JVM Dataset of ``plan`` (analyzed again: nothing optimized is reused)."""
+    jvm = session._jvm
+    try:  # Spark 4.x: the classic Dataset
+        return jvm.org.apache.spark.sql.classic.Dataset.ofRows(session._jsparkSession, plan)
+    except Exception:  # noqa: BLE001 - py4j raises on a missing class: Spark 3.5
+        return jvm.org.apache.spark.sql.Dataset.ofRows(session._jsparkSession, plan)
