@@ -12,20 +12,32 @@ from sparkext.expressions import (
     Explode,
     GreaterThan,
     Literal,
+    LessThan,
     OpaqueExpression,
+    Rand,
     asc,
     lit,
 )
 from sparkext.plan import (
     Aggregate,
+    AliasIdentifier,
+    Deduplicate,
     Distinct,
     Expand,
     Filter,
     Generate,
+    GlobalLimit,
     Join,
+    LocalLimit,
+    LogicalPlan,
     Opaque,
     Project,
+    RebalancePartitions,
+    Repartition,
+    RepartitionByExpression,
+    Sample,
     Sort,
+    SubqueryAlias,
     Union,
     Window,
 )
@@ -76,6 +88,46 @@ CASES = {
     "sort keys are kept below a projection that drops them":
         Project((L.a,), Sort((asc(L.d),), True, L.rel)),
 }
+
+#: Every node that passes its child's columns through, as a function of its child.
+PASS_THROUGH = {
+    "sort": lambda c: Sort((asc(L.d),), True, c),
+    "sample": lambda c: Sample(0.0, 0.5, False, 7, c),
+    "limit": lambda c: GlobalLimit(lit(5), LocalLimit(lit(5), c)),
+    "round-robin repartition": lambda c: Repartition(3, True, c),
+    "repartition by expression": lambda c: RepartitionByExpression((L.d,), c, 3),
+    "rebalance": lambda c: RebalancePartitions((L.d,), c),
+    "subquery alias": lambda c: SubqueryAlias(AliasIdentifier("v"), c),
+    "window": lambda c: Window((Alias(OpaqueExpression("RowNumber", (), 70), "rn", 43),),
+                               (L.d,), (asc(L.c),), c),
+}
+
+
+def _reads(node: LogicalPlan) -> tuple:
+    """What above a pass-through node reads: ``a`` (and the window's result)."""
+    return (L.a,) + tuple(a for a in node.output if a.name == "rn")
+
+
+for _kind, _node in PASS_THROUGH.items():
+    CASES[f"a {_kind} on a relation gets only the needed columns from it"] = Project(
+        _reads(_node(L.rel)), _node(L.rel))
+    CASES[f"a {_kind} over a filter on a relation gets only the needed columns from it"] = (
+        Project(_reads(_node(L.rel)), _node(Filter(GreaterThan(L.b, lit(0)), L.rel))))
+
+CASES.update({
+    "a relation that produces only what is needed gets no projection":
+        Project((L.a, L.b, L.c, L.d), Sort((asc(L.d),), True, L.rel)),
+    "pass-through nodes in a row need one projection, on the relation":
+        Project((L.a,), Sort((asc(L.d),), True, GlobalLimit(lit(5), LocalLimit(
+            lit(5), Repartition(3, True, Filter(GreaterThan(L.b, lit(0)), L.rel)))))),
+    "nothing is pruned below a distinct under a sort (it would change what is distinct)":
+        Project((L.a,), Sort((asc(L.d),), True, Distinct(L.rel))),
+    "nothing is pruned below a deduplicate under a sort (it keeps whole rows)":
+        Project((L.a,), Sort((asc(L.d),), True, Deduplicate((L.a,), L.rel))),
+    "a nondeterministic filter stays where it is, the projection goes above it":
+        Project((L.a,), Sort((asc(L.d),), True,
+                             Filter(LessThan(Rand(lit(1)), lit(0.5)), L.rel))),
+})
 
 BEFORE_SUBQUERY_REWRITE = {
     "an EXISTS subquery's plan is narrowed to the columns its correlation reads":

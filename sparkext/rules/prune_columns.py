@@ -20,19 +20,31 @@ expressions read, and asks its inputs for exactly that:
 | Generate | child columns only the generator needed (``unrequired_child_index``) | needed child columns plus the generator's |
 | Expand | unneeded output positions, in every projection | what the kept projections read |
 | Join | — | per side: needed columns plus the condition's |
-| Filter, Sort, limits, Sample, repartitioning, SubqueryAlias (``keeps_child_columns`` on the class) | — | needed columns plus what they read (with ``before_subquery_rewrite``, a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
+| Filter | — | needed columns plus what it reads (with ``before_subquery_rewrite``, a filter with an EXISTS or IN subquery gets a Project right below it: Spark turns it into a join later) |
+| Sort, limits, Sample, repartitioning, SubqueryAlias (``keeps_child_columns`` on the class) | — | needed columns plus what they read; a relation under them, bare or under filters only, gets a Project |
 | Distinct, Deduplicate, Opaque | — | everything (pruning below them would change what is distinct or what they see) |
 
 Where a node consumes an input that still carries columns nobody needs (a filter over a
 relation, a join), a Project with just the needed columns goes right above that input —
 the shape Catalyst's ``ColumnPruning`` reaches, so Spark's file scan reads fewer columns.
-The root keeps its whole output.
+Spark's scan planners narrow a scan only to what a Project/Filter chain directly on the
+relation reads, so the needed set must reach every relation through the pass-through
+nodes above it:
+
+    Project [a]                                   Project [a]
+    +- Sort [d]                            ==>    +- Sort [d]
+       +- Filter (b > 0)                             +- Project [a, d]
+          +- Relation t [a, b, c, d]                    +- Filter (b > 0)
+                                                           +- Relation t [a, b, c, d]
+
+That Project lists attributes only: it computes nothing and moves no filter, so the rows
+above are the same, in the same order and partitions. The root keeps its whole output.
 """
 
 from __future__ import annotations
 
 from sparkext import catalyst_names as names
-from sparkext.expressions import Expression, OpaqueExpression, to_attribute
+from sparkext.expressions import Expression, ExprId, OpaqueExpression, to_attribute
 from sparkext.plan import (
     Aggregate,
     Deduplicate,
@@ -153,9 +165,16 @@ class _Pruner:
                 new_child = self.narrow(child, (needed | cond.references) & child.output_ids)
                 return node if new_child is child else node.copy(child=new_child)
 
+            case Filter(child=child):
+                # No Project here: the filters directly on a relation are what the file
+                # scan planner folds into the scan, with the Project above them, if any.
+                new_child = self.prune(child, (needed | node.references) & child.output_ids)
+                return node if new_child is child else node.copy(child=new_child)
+
             case _ if node.keeps_child_columns:
                 child = node.children[0]
-                new_child = self.prune(child, (needed | node.references) & child.output_ids)
+                wanted = (needed | node.references) & child.output_ids
+                new_child = self.narrow_scan(child, wanted)
                 return node if new_child is child else node.with_new_children([new_child])
 
             case Relation():
@@ -169,6 +188,23 @@ class _Pruner:
                 return node.with_new_children([self.prune(k, k.output_ids) for k in node.children])
 
 
+    def narrow_scan(self, node: LogicalPlan, needed: frozenset[ExprId]) -> LogicalPlan:
+        """``node`` pruned to ``needed``; a relation, bare or under filters only, that still
+        produces more gets a Project with just ``needed`` on top.
+
+        Spark's file scan planner (``FileSourceStrategy``, through ``ScanOperation``) and the
+        cache's (``InMemoryScans``) narrow a scan only to what a Project/Filter chain
+        directly on the relation reads: under a Sort, limit, Sample or repartitioning the
+        relation would be read whole. Every other input prunes itself (a Project to its
+        kept entries; Aggregate, Window, Join, Generate, Expand narrow their own inputs).
+        The Project lists columns only: nothing is computed, moved or repeated, and the
+        node above receives the same rows with fewer columns.
+        """
+        pruned = self.prune(node, needed)
+        if _is_scan(pruned):
+            return self.narrow(pruned, needed)
+        return pruned
+
     def keep_positions(self, kid: LogicalPlan, positions: list[int]) -> LogicalPlan:
         """A union child with exactly the given output positions (a union matches by position)."""
         out = kid.output
@@ -178,6 +214,13 @@ class _Pruner:
         # The same column at two positions: only an explicit projection keeps positions apart.
         return self.prune(Project(tuple(out[i] for i in positions), kid),
                       frozenset(ids[i] for i in positions))
+
+
+def _is_scan(node: LogicalPlan) -> bool:
+    """A relation, bare or under filters only: what the scan planner folds into one scan."""
+    while isinstance(node, Filter):
+        node = node.child
+    return isinstance(node, Relation)
 
 
 def _has_predicate_subquery(e: Expression) -> bool:
