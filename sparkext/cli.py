@@ -143,7 +143,7 @@ def cmd_explain(args) -> int:
     spark.conf.set("spark.sparkext.enabled", "false")
     before = normalize_plan(spark.sql(sql))
     spark.conf.set("spark.sparkext.enabled", "true")
-    sparkext.enable(spark, [Rule("sparkext", traced)])
+    sparkext.enable(spark, [Rule("sparkext", traced)], builtin=False)
     after = normalize_plan(spark.sql(sql))
 
     print("== Optimized plan without sparkext ==")
