@@ -155,7 +155,7 @@ def main() -> None:
         show_scan(pipeline(spark, path))
 
         spark.conf.set("spark.sparkext.enabled", "true")
-        sparkext.enable(spark, rules=[swap_filter_below_project])
+        sparkext.enable(spark, rules=[swap_filter_below_project], builtin=False)
         df = pipeline(spark, path)
         show_plan("optimized plan with the Python rule swap_filter_below_project", df)
         assert df.collect() == expected, "the rewritten plan returned other rows"

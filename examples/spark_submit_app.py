@@ -25,7 +25,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("WARN")
     for key, value in excluded_rules_conf().items():
         spark.conf.set(key, value)
-    sparkext.enable(spark, rules=[swap_filter_below_project])
+    sparkext.enable(spark, rules=[swap_filter_below_project], builtin=False)
 
     df = spark.range(1000).selectExpr("id", "id * 2 AS twice").where("id % 7 = 0")
     plan = df._jdf.queryExecution().optimizedPlan()

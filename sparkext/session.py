@@ -14,6 +14,7 @@ session too (through the ``sparkext_metrics()`` table function). See docs/connec
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -21,15 +22,17 @@ import re
 import shlex
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 
 from sparkext import versions
-from sparkext.bridge import RuleBridge, registration
+from sparkext.bridge import RuleBridge, _defined_at, registration
 from sparkext.channel import channel
-from sparkext.optimizer import Batch, FixedPoint, Rule, as_rule
+from sparkext.optimizer import FIXED_POINT, ONCE_PER_QUERY, Batch, FixedPoint, Rule, as_rule
+from sparkext.plan import LogicalPlan
 
 log = logging.getLogger("sparkext")
 
@@ -167,6 +170,7 @@ def configure(builder):
         return builder
     defaults = _jvm_defaults()
     _check_running_jvm_has_the_jar()
+    _check_no_session_without_the_extension()
     for key, item in zip(_APPENDED, (jar_path(), EXTENSION_CLASS)):
         current = options.get(key) or defaults.get(key)
         builder = builder.config(key, _append(current, item))
@@ -263,6 +267,23 @@ def _check_running_jvm_has_the_jar() -> None:
             f"now, so configure() cannot help. Instead, {_SUBMIT_ADVICE}.")
 
 
+def _check_no_session_without_the_extension() -> None:
+    """Refuses a builder whose session already runs without the extension: its
+    ``getOrCreate()`` would return that session as it is, and :func:`enable` would then say
+    to use ``configure()``, which was used."""
+    from pyspark.sql import SparkSession
+
+    session = getattr(SparkSession, "_instantiatedSession", None)
+    if session is None or getattr(session._sc, "_jsc", None) is None:
+        return  # none, or stopped: getOrCreate() makes a new one, with the extension
+    if session._jvm.io.sparkext.Sparkext.isInstalled(session._jsparkSession):
+        return
+    raise SparkextError(
+        "a SparkSession without the sparkext extension already runs in this process, and "
+        "getOrCreate() would return it unchanged: stop that session first (spark.stop()), "
+        "then call sparkext.configure(SparkSession.builder).getOrCreate().")
+
+
 def _is_connect(spark) -> bool:
     # Without the module loaded, no Connect session exists (and importing it needs grpc).
     connect = sys.modules.get("pyspark.sql.connect.session")
@@ -324,12 +345,29 @@ class Enabled:
         return f"<sparkext enabled: {', '.join(r.name for r in self.rules)}>"
 
 
-def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enabled:
-    """Runs Python rules in this session's optimizer.
+#: What ``enable(rules=...)`` takes: a :class:`~sparkext.Rule`, or a function ``plan -> plan``.
+RuleLike = Rule | Callable[[LogicalPlan], LogicalPlan]
 
-    ``rules=None`` and no ``batches``: sparkext's built-in rules. A list of rules (or plain
-    functions ``plan -> plan``) runs as one batch to a fixed point. ``batches`` gives full
-    control. Replaces whatever this session ran before.
+
+def enable(spark: Any, rules: RuleLike | Iterable[RuleLike] | None = None, *,
+           builtin: bool = True, batches: Iterable[Batch] | None = None) -> Enabled:
+    """Runs Python rules in this session's optimizer; replaces whatever it ran before.
+
+    - ``enable(spark)``: sparkext's built-in rules.
+    - ``enable(spark, rules=[mine])``: the built-in rules, then ``mine``.
+    - ``enable(spark, rules=[mine], builtin=False)``: ``mine`` only.
+
+    ``rules`` is a rule (a :class:`~sparkext.Rule`, or a function ``plan -> plan``) or a
+    list of them; they run as one batch, to a fixed point, after the built-in batches.
+    Built-in first, because they put the plan in the shape a user's rule is written
+    against (filters pushed down, columns pruned), as Catalyst runs an injected rule after
+    its own in a batch; and the rule worker (``spark.sparkext.rules``,
+    :func:`connect_server_args`) runs the built-in rules first too. ``batches`` gives full
+    control: exactly those batches run (not with ``rules``; ``builtin`` does not apply).
+
+    Each rule must take exactly one argument, the plan: checked here, naming the rule and
+    where it is defined. One INFO line on the ``sparkext`` logger names the rules
+    registered and their positions.
     """
     from pyspark.java_gateway import ensure_callback_server_started
 
@@ -338,13 +376,21 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     if rules is not None and batches is not None:
         raise ValueError("pass rules= or batches=, not both")
     if batches is None:
-        if rules is None:
-            batches = builtin_batches()
-        else:
-            batches = [Batch("user rules", FixedPoint(100), tuple(as_rule(r) for r in rules))]
+        if rules is None and not builtin:
+            raise ValueError("no rules to run: pass rules=[...] or leave builtin=True "
+                             "(sparkext.disable(spark) removes every rule)")
+        batches = tuple(builtin_batches()) if builtin else ()
+        if rules is not None:
+            batches += (Batch("user rules", FixedPoint(100), _as_rules(rules)),)
     batches = tuple(batches)
+    for batch in batches:
+        for r in batch.rules:
+            _check_takes_one_plan(r)
     jsession = _jsession(spark)
     registry = _registry(spark)
+    # A session builds its conf on first use, checking every value: a bad spark.sparkext.*
+    # value from the builder or --conf raises here with Spark's error, converted by pyspark.
+    spark.conf.get("spark.sparkext.enabled", "true")
     if not registry.isInstalled(jsession):
         raise SparkextError(
             f"{EXTENSION_CLASS} is not in this session's spark.sql.extensions (the jar is "
@@ -368,7 +414,46 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     if dropped:
         log.warning("sparkext: these Catalyst classes differ in this Spark and travel as "
                     "opaque nodes: %s", "; ".join(f"{d['name']}: {d['reason']}" for d in dropped))
+    # Unknown spark.sparkext.* keys and excluded rule names, each once per JVM.
+    for warning in answer.get("warnings", []):
+        log.warning("%s", warning)
+    log.info("sparkext: enabled %s", _describe_positions(all_rules))
     return Enabled(spark, bridge, all_rules, answer["version"], dropped)
+
+
+def _as_rules(rules: RuleLike | Iterable[RuleLike]) -> tuple[Rule, ...]:
+    """One rule or several, as a tuple of rules."""
+    if isinstance(rules, Rule) or callable(rules):
+        return (as_rule(rules),)
+    return tuple(as_rule(r) for r in rules)
+
+
+def _check_takes_one_plan(r: Rule) -> None:
+    """Refuses a rule that cannot be called with one plan: it would fail at every query."""
+    try:
+        signature = inspect.signature(r.fn)
+    except (TypeError, ValueError):  # a builtin without introspection: nothing to check
+        return
+    try:
+        signature.bind(None)
+    except TypeError as e:
+        raise TypeError(f"rule {r.name!r} (defined at {_defined_at(r)}) must take exactly one "
+                        f"argument, the plan; its signature is {signature} ({e})") from None
+
+
+_POSITION_NAMES = {ONCE_PER_QUERY: "once per query",
+                   FIXED_POINT: "in Catalyst's fixed-point batches"}
+
+
+def _describe_positions(rules: tuple[Rule, ...]) -> str:
+    """The rules in run order per position, numbered:
+    ``2 rules: once per query: 1 a, 2 b``."""
+    parts = []
+    for position, name in _POSITION_NAMES.items():
+        here = [r.name for r in rules if r.position == position]
+        if here:
+            parts.append(f"{name}: " + ", ".join(f"{i} {n}" for i, n in enumerate(here, 1)))
+    return f"{len(rules)} rule{'s' if len(rules) != 1 else ''}: " + "; ".join(parts)
 
 
 def disable(spark) -> None:

@@ -62,10 +62,12 @@ def tpch(spark):
 
 @contextlib.contextmanager
 def rules_enabled(spark, rules=None, **kw):
-    """Runs ``rules`` in the session for the duration of the block, then restores the
-    built-in rules (what the ``spark`` fixture runs)."""
+    """Runs ``rules`` in the session for the duration of the block (only them, unless
+    ``builtin=True`` is given), then restores the built-in rules (what the ``spark``
+    fixture runs)."""
     import sparkext
 
+    kw.setdefault("builtin", rules is None)
     handle = sparkext.enable(spark, rules, **kw)
     try:
         yield handle

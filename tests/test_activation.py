@@ -57,7 +57,7 @@ APP = textwrap.dedent("""
     spark.conf.set("spark.sparkext.strict", "true")
     spark.conf.set("spark.sql.optimizer.excludedRules",
                    "org.apache.spark.sql.catalyst.optimizer.PruneFilters")
-    sparkext.enable(spark, [drop_always_true_filters])
+    sparkext.enable(spark, [drop_always_true_filters], builtin=False)
     df = spark.range(10).where("true")
     top = df._jdf.queryExecution().optimizedPlan().getClass().getSimpleName()
     print("from", sparkext.__file__, "jar", sparkext.jar_path())

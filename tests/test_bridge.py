@@ -396,7 +396,7 @@ def test_excluded_rules_are_not_run(spark, tables):
 
 def test_disable_removes_the_rules(spark, tables):
     calls: list = []
-    handle = sparkext.enable(spark, [counting_rule(calls)])
+    handle = sparkext.enable(spark, [counting_rule(calls)], builtin=False)
     try:
         handle.disable()
         sparkext.reset_metrics(spark)

@@ -198,7 +198,7 @@ def test_a_query_whose_channel_is_an_impostor_runs_unchanged_with_a_warning(spar
     expected = plain_rows(spark)
     with monkeypatch.context() as patched:
         patched.setattr(sparkext.session, "channel", Impostor)
-        sparkext.enable(spark, [double_filter])
+        sparkext.enable(spark, [double_filter], builtin=False)
     try:
         with conf(spark, {"spark.sparkext.strict": "false"}):  # the test session is strict
             rows, m = accepted_after_a_query(spark)

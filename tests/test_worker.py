@@ -80,7 +80,7 @@ APP = textwrap.dedent('''
         facts["pid"] = worker.pid()
         # enable() in a session wins there; the worker still serves the other sessions.
         mine = spark.newSession()
-        sparkext.enable(mine, [sparkext.rule(lambda plan: plan, name="keep")])
+        sparkext.enable(mine, [sparkext.rule(lambda plan: plan, name="keep")], builtin=False)
         df = sorted_query(mine)
         facts["enabled_session_sorts"] = sorts(df)
         facts["enabled_session_same_rows"] = rows(df) == expected

@@ -17,6 +17,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.DataType
+import org.apache.spark.sql.sparkext.{SparkextConf => Conf}
 
 import io.sparkext.shims.{ExplainShim, SparkShim}
 
@@ -38,7 +39,7 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     val state = if (known != null) known else Sparkext.state(session)
     val conf = SQLConf.get
     val reg = if (registered != null) registered else {
-      if (!PythonRules.flag(conf, Conf.Enabled, default = true)) return plan  // no worker for it
+      if (!Conf.enabled(conf)) return plan  // no worker for it
       RuleWorker.registration(session, state, conf)
     }
     if (reg == null) return plan
@@ -51,9 +52,11 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
       reason.incrementAndGet()
       plan
     }
-    if (!PythonRules.flag(conf, Conf.Enabled, default = true)) return skip(m.skippedDisabled)
-    val excludedConf = conf.getConfString(Conf.ExcludedRules, "").trim
-    val excluded = excludedConf.split(",").map(_.trim).filter(_.nonEmpty).toSet
+    if (!Conf.enabled(conf)) return skip(m.skippedDisabled)
+    val (excludedConf, excluded) = Conf.excludedRules(conf)
+    if (excluded.nonEmpty) {
+      Conf.unknownRules(excluded, reg.rules.map(_.name)).foreach(w => PythonRules.log.warn(w))
+    }
     val active = rules.filterNot(r => excluded.contains(r.name))
     if (active.isEmpty) return skip(m.skippedExcluded)
     // A fixed-point batch hands back the very plan we returned: Python's answer is known,
@@ -92,9 +95,6 @@ object PythonRules {
     plan.setTagValue(QueryReport.Tag, report)
     plan
   }
-
-  def flag(conf: SQLConf, key: String, default: Boolean): Boolean =
-    conf.getConfString(key, default.toString).trim.equalsIgnoreCase("true")
 
   /**
    * A failure that leaves the plan unchanged: counts it (every call), warns (once per
@@ -186,9 +186,9 @@ private[sparkext] final class BridgeCall(
   /** Catalyst's plan change log prints: ask Python for each rule's plan ([[PlanChangeLog]]). */
   private val trace = PlanChangeLog.active(conf)
 
-  private val strict = PythonRules.flag(conf, Conf.Strict, default = false)
+  private val strict = Conf.strict(conf)
 
-  val cooldownMs: Long = Conf.millis(conf, Conf.CooldownMs, Conf.DefaultCooldownMs)
+  val cooldownMs: Long = Conf.cooldownMs(conf)
 
   /**
    * The input plan, counted as a skip by the open breaker. No warning: the timeout that
@@ -257,7 +257,7 @@ private[sparkext] final class BridgeCall(
   }
 
   private def attempt(plan: LogicalPlan): LogicalPlan = {
-    val timeoutMs = Conf.millis(conf, Conf.TimeoutMs, Conf.DefaultTimeoutMs)
+    val timeoutMs = Conf.timeoutMs(conf)
     val callId = Calls.nextId()
     m.calls.incrementAndGet()
 

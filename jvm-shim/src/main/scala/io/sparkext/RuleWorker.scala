@@ -16,6 +16,7 @@ import org.apache.spark.SparkContext
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.sparkext.{SparkextConf => Conf}
 
 /**
  * The rule worker: a Python process the driver JVM starts for itself when
@@ -37,9 +38,9 @@ import org.apache.spark.sql.internal.SQLConf
  */
 object RuleWorker {
   /** Comma-separated `module:attribute` entries: rules, rule lists or batches. */
-  val RulesKey = "spark.sparkext.rules"
+  val RulesKey: String = Conf.Rules
   /** The worker's interpreter (else PySpark's settings, else `PYSPARK_PYTHON`, else `python3`). */
-  val PythonKey = "spark.sparkext.python"
+  val PythonKey: String = Conf.Python
   /** How long a worker may take to import its rules and report its address. */
   val StartTimeoutMs = 60000L
 
@@ -113,7 +114,7 @@ object RuleWorker {
     val d = driverOf(session)
     val w = d.worker
     if (w != null && w.process.isAlive) return w.registration
-    val strict = PythonRules.flag(conf, Conf.Strict, default = false)
+    val strict = Conf.strict(conf)
     val m = state.metrics
     d.synchronized {
       val current = d.worker
@@ -135,10 +136,12 @@ object RuleWorker {
       try {
         d.worker = start(d)
         d.failure = null
+        val names = d.worker.registration.rules.map(_.name)
+        Conf.check(conf.getAllConfs, names).foreach(w => log.warn(w))
         d.worker.registration
       } catch {
         case NonFatal(e) =>
-          val cooldownMs = math.max(0L, Conf.millis(conf, Conf.CooldownMs, Conf.DefaultCooldownMs))
+          val cooldownMs = Conf.cooldownMs(conf)
           d.failure = s"the rule worker for $RulesKey=${d.rules} could not start: ${e.getMessage}; " +
             s"it is tried again after ${Conf.CooldownMs}=$cooldownMs ms"
           d.retryAt = System.nanoTime() + cooldownMs * 1000000L

@@ -13,24 +13,9 @@ import org.apache.spark.sql.catalyst.QueryPlanningTracker
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreePattern
 
+import org.apache.spark.sql.sparkext.{SparkextConf => Conf}
+
 import io.sparkext.shims.SparkShim
-
-/** The session configuration keys sparkext reads, all per session and read at every call. */
-object Conf {
-  val Enabled = "spark.sparkext.enabled"
-  val Strict = "spark.sparkext.strict"
-  val TimeoutMs = "spark.sparkext.timeoutMs"
-  val ExcludedRules = "spark.sparkext.excludedRules"
-  /** After a timeout, how long a registration's rules are skipped (0: only in that query). */
-  val CooldownMs = "spark.sparkext.cooldownMs"
-
-  val DefaultTimeoutMs = 10000L
-  val DefaultCooldownMs = 60000L
-
-  def millis(conf: org.apache.spark.sql.internal.SQLConf, key: String, default: Long): Long =
-    try conf.getConfString(key, default.toString).trim.toLong
-    catch { case _: NumberFormatException => default }
-}
 
 /** Raised instead of a warning when `spark.sparkext.strict=true`. */
 class SparkextException(message: String, cause: Throwable = null)
@@ -208,10 +193,15 @@ object Sparkext {
    * this jar differ), the rules (name, position, tree patterns) and the mirror (the Catalyst
    * classes Python mirrors, with the kinds of their constructor arguments). Returns a JSON
    * list of the mirror classes this Spark cannot build, each with the reason; those
-   * classes travel as opaque nodes, and the registration's version (for [[unregister]]).
+   * classes travel as opaque nodes, the registration's version (for [[unregister]]), and
+   * the configuration's warnings not given yet ([[Conf.check]]: unknown `spark.sparkext.*`
+   * keys, unknown rule names in `spark.sparkext.excludedRules`), for Python to log. A bad
+   * configuration value raises Spark's error instead.
    */
   def register(session: SparkSession, bridge: RuleBridge, specJson: String): String = {
     val (registration, dropped) = compile(mapper.readTree(specJson), bridge)
+    // Before the registration takes effect: a bad value refuses it, with Spark's error.
+    val confWarnings = Conf.check(session.conf.getAll, registration.rules.map(_.name))
     val s = state(session)
     s.registration = registration
     s.forget()
@@ -220,6 +210,8 @@ object Sparkext {
     answer.put("version", registration.version)
     val list = answer.putArray("dropped")
     dropped.foreach { case (name, why) => list.addObject().put("name", name).put("reason", why) }
+    val warnings = answer.putArray("warnings")
+    confWarnings.foreach(w => warnings.add(w))
     mapper.writeValueAsString(answer)
   }
 
@@ -246,6 +238,15 @@ object Sparkext {
     val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
     val (channel, key) = parseChannel(spec.get("channel"))
     (new Registration(bridge, channel, key, mirror, rules, versions.incrementAndGet()), dropped)
+  }
+
+  /** Every `spark.sparkext.*` entry as JSON: `[{"key", "default", "doc"}, ...]`. */
+  def confEntries(): String = {
+    val list = mapper.createArrayNode()
+    Conf.describe.foreach { case (k, d, doc) =>
+      list.addObject().put("key", k).put("default", d).put("doc", doc)
+    }
+    mapper.writeValueAsString(list)
   }
 
   /** This jar's half of the handshake, as JSON. */

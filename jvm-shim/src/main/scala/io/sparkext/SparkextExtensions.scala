@@ -1,6 +1,7 @@
 package io.sparkext
 
 import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
+import org.apache.spark.sql.sparkext.SparkextConf
 
 /**
  * The class users name in `spark.sql.extensions`. It injects the bridge twice: once per
@@ -11,9 +12,14 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
  *
  * It also injects the table functions `sparkext_metrics()` and `sparkext_reset_metrics()`
  * ([[MetricsTable]]): the counters for clients without py4j, such as Spark Connect.
+ *
+ * Loading it registers the `spark.sparkext.*` config entries ([[SparkextConf]]).
  */
 class SparkextExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(ext: SparkSessionExtensions): Unit = {
+    // Registers the spark.sparkext.* entries before a session of the extension copies its
+    // Spark conf into its SQL conf, so a bad --conf value is refused there, by Spark.
+    SparkextConf.register()
     ext.injectPreCBORule((session: SparkSession) => new PythonRules(session, Position.Once))
     ext.injectOptimizerRule((session: SparkSession) => new PythonRules(session, Position.FixedPoint))
     MetricsTable.functions.foreach(ext.injectTableFunction)

@@ -1,0 +1,149 @@
+package org.apache.spark.sql.sparkext
+
+import java.util.concurrent.ConcurrentHashMap
+
+import org.apache.spark.internal.config.ConfigEntry
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * Every `spark.sparkext.*` key, as a SQL config entry registered with Spark the way Spark
+ * registers its own (`SQLConf.buildConf`): with a type, a default and a doc, so `SET -v`
+ * lists it, and `SET` / `spark.conf.set` / `--conf` refuse a bad value with Spark's own
+ * error, naming the key and what it accepts.
+ *
+ * It lives in a package of Spark's because `ConfigBuilder` and `ConfigEntry` are
+ * `private[spark]` (Delta's `DeltaSQLConf` does the same); the shim's files import it as
+ * `Conf` and read the values through the typed readers here, never by key. It also makes
+ * the warnings about keys and rule names that mean nothing. The entries register when this object
+ * is first touched: `SparkextExtensions` touches it when the extension loads, before any
+ * session of the extension merges its Spark conf into its SQL conf.
+ *
+ * A bad value is refused by Spark when it is set (`SET`, `spark.conf.set`; one given at
+ * launch when the session first builds its conf), with Spark's own error naming the key
+ * and what it accepts. This is the one way sparkext fails a query or a session on purpose:
+ * the configuration is the user's explicit statement, and reading `enabled=maybe` as
+ * false hid the mistake (docs/design.md, "Configuration").
+ */
+object SparkextConf {
+  /** The version of sparkext that introduced the entries (`SET -v`'s version column). */
+  private val Since = "0.1.0"
+  val Prefix = "spark.sparkext."
+
+  private def buildConf(name: String) = SQLConf.buildConf(Prefix + name).version(Since)
+
+  val ENABLED: ConfigEntry[Boolean] = buildConf("enabled")
+    .doc("Whether the Python rules registered by sparkext.enable(spark) (or named by " +
+      "spark.sparkext.rules) run in this session's optimizer. false skips them, per query.")
+    .booleanConf
+    .createWithDefault(true)
+
+  val STRICT: ConfigEntry[Boolean] = buildConf("strict")
+    .doc("Whether a failing, slow or rejected Python rule fails the query (true, for " +
+      "tests) instead of leaving the plan unchanged with one warning (false).")
+    .booleanConf
+    .createWithDefault(false)
+
+  val TIMEOUT_MS: ConfigEntry[Long] = millisConf("timeoutMs", 10000L,
+    "How long, in milliseconds, the optimizer waits for Python's answer to one call " +
+      "before it goes on with the plan unchanged; 0 waits without limit.")
+
+  val COOLDOWN_MS: ConfigEntry[Long] = millisConf("cooldownMs", 60000L,
+    "After a call timed out, how long, in milliseconds, the session's Python rules " +
+      "are skipped; 0 skips them only for the rest of the query that timed out.")
+
+  private def millisConf(name: String, default: Long, doc: String): ConfigEntry[Long] =
+    buildConf(name).doc(doc).longConf
+      .checkValue(_ >= 0, "It must be a number of milliseconds >= 0.")
+      .createWithDefault(default)
+
+  val EXCLUDED_RULES: ConfigEntry[String] = buildConf("excludedRules")
+    .doc("Comma-separated names of sparkext rules not to run in this session, like " +
+      "spark.sql.optimizer.excludedRules for Catalyst's. An unknown name is warned about.")
+    .stringConf
+    .createWithDefault("")
+
+  val RULES: ConfigEntry[String] = buildConf("rules")
+    .doc("Comma-separated module:attribute entries (rules, rule lists or batches) that a " +
+      "rule worker started by the driver runs, where no PySpark driver calls " +
+      "sparkext.enable (spark-sql, Spark Connect, the Thrift server); read once, when the " +
+      "application starts. Empty: no worker.")
+    .stringConf
+    .createWithDefault("")
+
+  val PYTHON: ConfigEntry[String] = buildConf("python")
+    .doc("The Python interpreter of the rule worker (spark.sparkext.rules); empty: " +
+      "spark.pyspark.driver.python, spark.pyspark.python, PYSPARK_PYTHON, else python3. " +
+      "Read once, when the application starts.")
+    .stringConf
+    .createWithDefault("")
+
+  val entries: Seq[ConfigEntry[_]] =
+    Seq(ENABLED, STRICT, TIMEOUT_MS, COOLDOWN_MS, EXCLUDED_RULES, RULES, PYTHON)
+
+  val Enabled: String = ENABLED.key
+  val Strict: String = STRICT.key
+  val TimeoutMs: String = TIMEOUT_MS.key
+  /** After a timeout, how long a registration's rules are skipped (0: only in that query). */
+  val CooldownMs: String = COOLDOWN_MS.key
+  val ExcludedRules: String = EXCLUDED_RULES.key
+  val Rules: String = RULES.key
+  val Python: String = PYTHON.key
+
+  /** Every key, sorted. */
+  val keys: Seq[String] = entries.map(_.key).sorted
+
+  /** Registers the entries with Spark (idempotent: the object initialises once). */
+  def register(): Unit = ()
+
+  def enabled(conf: SQLConf): Boolean = conf.getConf(ENABLED)
+  def strict(conf: SQLConf): Boolean = conf.getConf(STRICT)
+  def timeoutMs(conf: SQLConf): Long = conf.getConf(TIMEOUT_MS)
+  def cooldownMs(conf: SQLConf): Long = conf.getConf(COOLDOWN_MS)
+  /** `spark.sparkext.excludedRules` as it is set (trimmed) and as a set of names. */
+  def excludedRules(conf: SQLConf): (String, Set[String]) = {
+    val text = conf.getConf(EXCLUDED_RULES).trim
+    (text, text.split(",").map(_.trim).filter(_.nonEmpty).toSet)
+  }
+
+  /**
+   * Converts each `spark.sparkext.*` value of `settings` as Spark does when one is set, so
+   * that a bad value that reached a conf unchecked (set before the extension loaded) fails
+   * with Spark's own error, naming the key and what it accepts.
+   */
+  def validate(settings: Map[String, String]): Unit =
+    entries.foreach(e => settings.get(e.key).foreach(v => e.valueConverter(v)))
+
+  /** key, default, doc of each entry, in order (README's table is tested against it). */
+  def describe: Seq[(String, String, String)] = entries.map(e => (e.key, e.defaultValueString, e.doc))
+
+  /** What was warned about already in this JVM: each unknown key or rule name warns once. */
+  private val warned = ConcurrentHashMap.newKeySet[String]()
+
+  private def firstTime(what: String): Boolean = warned.add(what)
+
+  /**
+   * The warnings `settings` (a session's conf) earns that were not given yet in this JVM:
+   * each `spark.sparkext.*` key that is no entry, and each name in
+   * `spark.sparkext.excludedRules` that none of `ruleNames` (the registered rules) has.
+   * A bad value of a known key raises instead, with Spark's error.
+   */
+  def check(settings: Map[String, String], ruleNames: Seq[String]): Seq[String] = {
+    validate(settings)
+    val unknownKeys = settings.keys.toSeq.sorted
+      .filter(k => k.startsWith(Prefix) && !keys.contains(k))
+      .filter(k => firstTime("key " + k))
+      .map(k => s"sparkext: $k is not a sparkext configuration key, and is ignored; the " +
+        s"keys are ${keys.mkString(", ")}")
+    val excluded = settings.get(ExcludedRules).toSeq
+      .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).distinct
+    unknownKeys ++ unknownRules(excluded.toSet, ruleNames)
+  }
+
+  /** The warnings for names in `excluded` that no registered rule has, not given yet. */
+  def unknownRules(excluded: Set[String], ruleNames: Seq[String]): Seq[String] = {
+    val known = ruleNames.distinct
+    excluded.toSeq.sorted.filterNot(known.contains).filter(n => firstTime("rule " + n)).map(n =>
+      s"sparkext: $ExcludedRules names '$n', which no registered rule has, and is ignored; " +
+        s"the registered rules are ${known.mkString(", ")}")
+  }
+}
