@@ -53,7 +53,9 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     if (!PythonRules.flag(conf, Conf.Enabled, default = true)) return skip(m.skippedDisabled)
     val excludedConf = conf.getConfString(Conf.ExcludedRules, "").trim
     val excluded = excludedConf.split(",").map(_.trim).filter(_.nonEmpty).toSet
-    val active = rules.filterNot(r => excluded.contains(r.name))
+    // A rule that duplicates Catalyst rules all active in this session has nothing to add.
+    lazy val catalystExcluded = PythonRules.catalystExcluded(conf).toSet
+    val active = rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystExcluded))
     if (active.isEmpty) return skip(m.skippedExcluded)
     // A fixed-point batch hands back the very plan we returned: Python's answer is known,
     // as long as nothing the rules read changed (Catalyst's excluded rules travel too).
@@ -78,6 +80,11 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
 
 object PythonRules {
   private[sparkext] val log = LoggerFactory.getLogger("io.sparkext.PythonRules")
+
+  /** The short names of the Catalyst rules in `spark.sql.optimizer.excludedRules`. */
+  def catalystExcluded(conf: SQLConf): Seq[String] =
+    conf.optimizerExcludedRules.toSeq
+      .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).map(_.split('.').last)
 
   def flag(conf: SQLConf, key: String, default: Boolean): Boolean =
     conf.getConfString(key, default.toString).trim.equalsIgnoreCase("true")
@@ -218,8 +225,7 @@ private[sparkext] final class BridgeCall(
       }
       // Catalyst rules switched off in this session (short names): some sparkext rules do
       // work that Catalyst would otherwise do later in the optimizer.
-      val catalystExcluded = conf.optimizerExcludedRules.toSeq
-        .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).map(_.split('.').last)
+      val catalystExcluded = PythonRules.catalystExcluded(conf)
       if (catalystExcluded.nonEmpty) {
         g.writeArrayFieldStart("catalyst_excluded")
         catalystExcluded.foreach(g.writeString)
