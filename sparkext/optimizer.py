@@ -189,6 +189,8 @@ class RuleExecutor:
                 for r in rules:
                     if cancelled is not None and cancelled():
                         raise Cancelled
+                    if r.matches and not result.plan.contains_any(r.matches):
+                        continue  # nothing it can change (pattern bits, as on the JVM)
                     if on_rule is not None:
                         on_rule(r.name)
                     self._apply(batch, r, result, trace)
