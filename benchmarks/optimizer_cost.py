@@ -44,6 +44,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from py4j.java_gateway import JavaObject
+from pyspark.sql import SparkSession
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -78,8 +81,8 @@ def suite_queries(suite: str, chosen: list[str] | None) -> dict[str, str]:
     return {n: q for n, q in qs.items() if not chosen or n in chosen}
 
 
-def new_session(spark, suite: str, scale: str, settings: dict[str, str],
-                rules: list[Rule] | None = None):
+def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str, str],
+                rules: list[Rule] | None = None) -> SparkSession:
     session = spark.newSession()
     if suite == "tpch":
         data = tpch_dir(scale)
@@ -93,7 +96,7 @@ def new_session(spark, suite: str, scale: str, settings: dict[str, str],
     return session
 
 
-def rule_times(qe) -> dict[str, tuple[int, int, int]]:
+def rule_times(qe: JavaObject) -> dict[str, tuple[int, int, int]]:
     """Catalyst's metering of this query's optimization: rule -> (nanos, invocations,
     effective invocations)."""
     out = {}
@@ -105,7 +108,7 @@ def rule_times(qe) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def optimize_once(session, sql: str) -> tuple[float, dict, dict]:
+def optimize_once(session: SparkSession, sql: str) -> tuple[float, dict, dict]:
     sparkext.reset_metrics(session)
     qe = session.sql(sql)._jdf.queryExecution()
     qe.optimizedPlan()
@@ -113,7 +116,7 @@ def optimize_once(session, sql: str) -> tuple[float, dict, dict]:
     return ms, sparkext.metrics(session), rule_times(qe)
 
 
-def benchmark(spark, suite: str, args) -> None:
+def benchmark(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
     queries = suite_queries(suite, args.queries)
     modes = [m for m in MODES if m in args.modes]
     sessions = {m: new_session(spark, suite, args.scale, MODES[m]) for m in modes}
@@ -200,13 +203,13 @@ def capturing(seen: list[LogicalPlan]) -> Rule:
     return Rule("capture", capture)
 
 
-def plans_of(spark, suite: str, args, settings: dict[str, str]
+def plans_of(spark: SparkSession, suite: str, args: argparse.Namespace, settings: dict[str, str]
              ) -> dict[str, list[LogicalPlan]]:
     """The plans sparkext is given per query, in the order it is given them (subquery
     plans first: Catalyst optimizes them inside the main plan's optimization)."""
     seen: list[LogicalPlan] = []
     session = new_session(spark, suite, args.scale, settings, [capturing(seen)])
-    out = {}
+    out: dict[str, list[LogicalPlan]] = {}
     for name, sql in suite_queries(suite, args.queries).items():
         seen.clear()
         session.sql(sql)._jdf.queryExecution().optimizedPlan()
@@ -225,7 +228,7 @@ def fresh(plan: LogicalPlan) -> LogicalPlan:
     return plan.transform_up(lambda n: n.copy())
 
 
-def profile(spark, args) -> None:
+def profile(spark: SparkSession, args: argparse.Namespace) -> None:
     catalyst_excluded = frozenset(r.rsplit(".", 1)[1] for r in PUSHDOWN_AND_PRUNING_RULES)
     plans = plans_of(spark, "tpcds", args, MODES["replace"])
     largest = sorted(((sum(1 for _ in p.walk()), name, p) for name, ps in plans.items()
@@ -265,7 +268,7 @@ def profile(spark, args) -> None:
         print(out.getvalue())
 
 
-def subqueries(spark, suite: str, args) -> None:
+def subqueries(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
     catalyst_excluded = frozenset(r.rsplit(".", 1)[1] for r in PUSHDOWN_AND_PRUNING_RULES)
     executor = RuleExecutor(builtin_batches())
     for mode, excl in (("replace", catalyst_excluded), ("ontop", frozenset())):

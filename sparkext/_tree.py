@@ -323,7 +323,7 @@ class TreeNode:
     __slots__ = ("_cache",)
     _bit: int = 0
 
-    def __init_subclass__(cls, **kw) -> None:
+    def __init_subclass__(cls, **kw: object) -> None:
         super().__init_subclass__(**kw)
         # A class remade from another (dataclass slots, a lazy twin) carries its bit over.
         if "_bit" not in cls.__dict__:
