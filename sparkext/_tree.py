@@ -259,7 +259,8 @@ def _lazy_class(cls: type) -> type:
         return cls(*args, **kwargs)
 
     twin = type(cls.__name__, (cls,), {
-        "__slots__": (), "__qualname__": cls.__qualname__, "__module__": cls.__module__,
+        "__slots__": (), "_bit": cls._bit,
+        "__qualname__": cls.__qualname__, "__module__": cls.__module__,
         "__doc__": cls.__doc__, "__getattr__": __getattr__, "__eq__": __eq__,
         "__hash__": __hash__, "__reduce_ex__": __reduce_ex__, "__new__": __new__})
     _LAZY[cls] = twin
@@ -287,26 +288,61 @@ def mirror_spec(spark_version: str | None = None) -> list[dict]:
             for c in MIRRORED.values()]
 
 
+#: Every TreeNode class, in the order their pattern bits were given.
+_CLASSES: list[type] = []
+#: tuple of classes -> the bits of those classes and their subclasses
+_MASKS: dict[tuple[type, ...], int] = {}
+
+
+def pattern_mask(classes: Iterable[type]) -> int:
+    """The pattern bits of ``classes`` and of every subclass of them: a tree whose
+    :attr:`TreeNode.tree_bits` share none holds no node of any of them."""
+    key = tuple(classes)
+    try:
+        return _MASKS[key]
+    except KeyError:
+        mask = 0
+        for c in _CLASSES:
+            if issubclass(c, key):
+                mask |= c._bit
+        if not all(isinstance(c, type) and issubclass(c, TreeNode) for c in key):
+            mask = -1  # a class without bits may be anywhere
+        _MASKS[key] = mask
+        return mask
+
+
 class TreeNode:
     """Base of plan nodes and expressions: immutable, compared by structure.
 
     Derived facts are computed once per node and kept in ``_cache`` (the node itself
-    never changes, so neither do they).
+    never changes, so neither do they). Each class has a pattern bit of its own, and
+    ``tree_bits`` are the bits of every class in a tree, as Catalyst's ``TreePatternBits``:
+    a transform or a rule can tell in one step that a subtree holds nothing it matches.
     """
 
     __slots__ = ("_cache",)
+    _bit: int = 0
+
+    def __init_subclass__(cls, **kw: object) -> None:
+        super().__init_subclass__(**kw)
+        # A class remade from another (dataclass slots, a lazy twin) carries its bit over.
+        if "_bit" not in cls.__dict__:
+            cls._bit = 1 << len(_CLASSES)
+        _CLASSES.append(cls)
+        _MASKS.clear()
 
     def _cached(self, key: str, compute: Callable):
+        # One try on the hit path: rules read cached facts hundreds of thousands of times
+        # per call on large plans.
         try:
+            return self._cache[key]
+        except KeyError:
             cache = self._cache
         except AttributeError:
             cache = {}
             object.__setattr__(self, "_cache", cache)
-        try:
-            return cache[key]
-        except KeyError:
-            value = cache[key] = compute()
-            return value
+        value = cache[key] = compute()
+        return value
 
     # -- structure --------------------------------------------------------------------------
 
@@ -337,25 +373,64 @@ class TreeNode:
         """A new node with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
+    # -- pattern bits -----------------------------------------------------------------------
+
+    @property
+    def tree_bits(self) -> int:
+        """The pattern bits of the classes of this node and of every node below it (the
+        children only: not the plans inside subquery expressions, as on the JVM)."""
+        try:
+            return self._cache["#bits"]
+        except (AttributeError, KeyError):
+            pass
+        # Children first, without recursion: a plan may be deeper than Python's stack.
+        stack: list[tuple[TreeNode, bool]] = [(self, False)]
+        while stack:
+            node, kids_done = stack.pop()
+            if kids_done:
+                bits = type(node)._bit
+                for c in node.children:
+                    bits |= c._cache["#bits"]
+                node._cached("#bits", lambda: bits)
+                continue
+            stack.append((node, True))
+            stack.extend((c, False) for c in node.children
+                         if "#bits" not in getattr(c, "_cache", {}))
+        return self._cache["#bits"]
+
+    def contains_any(self, classes: Iterable[type]) -> bool:
+        """Whether a node of one of ``classes`` (or a subclass) is in this tree."""
+        return bool(self.tree_bits & pattern_mask(classes))
+
     # -- traversal --------------------------------------------------------------------------
 
-    def transform_up(self: T, fn: Callable) -> T:
-        """Applies ``fn`` to every node, children first. Unchanged subtrees are kept as they are."""
+    def transform_up(self: T, fn: Callable, *, only_into: tuple[type, ...] = ()) -> T:
+        """Applies ``fn`` to every node, children first. Unchanged subtrees are kept as they are.
+
+        ``only_into``: ``fn`` changes only nodes of these classes; subtrees holding none
+        are skipped whole (their pattern bits tell), as Catalyst's ``transformUpWithPruning``.
+        """
+        if only_into and not self.contains_any(only_into):
+            return self
         old = self.children
         if old:
-            new = tuple(c.transform_up(fn) for c in old)
+            new = tuple(c.transform_up(fn, only_into=only_into) for c in old)
             node = self.with_new_children(new)
         else:
             node = self
         return fn(node)
 
-    def transform_down(self: T, fn: Callable) -> T:
-        """Applies ``fn`` to every node, parents first; ``fn``'s result is then descended into."""
+    def transform_down(self: T, fn: Callable, *, only_into: tuple[type, ...] = ()) -> T:
+        """Applies ``fn`` to every node, parents first; ``fn``'s result is then descended into.
+        ``only_into``: as for :meth:`transform_up`."""
+        if only_into and not self.contains_any(only_into):
+            return self
         node = fn(self)
         old = node.children
         if not old:
             return node
-        return node.with_new_children(tuple(c.transform_down(fn) for c in old))
+        return node.with_new_children(tuple(c.transform_down(fn, only_into=only_into)
+                                            for c in old))
 
     def walk(self) -> Iterator:
         """Every node of the tree, parents before children."""

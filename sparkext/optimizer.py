@@ -52,9 +52,10 @@ class Rule:
     fn: Callable[[LogicalPlan], LogicalPlan]
     matches: tuple[type, ...] = ()
     position: str = ONCE_PER_QUERY
-    #: Run only when these Catalyst rules (short names, as in
-    #: ``spark.sql.optimizer.excludedRules``) are switched off: for work those rules would
-    #: otherwise do later in the optimizer, where sparkext cannot reach.
+    #: The Catalyst rules (short names, as in ``spark.sql.optimizer.excludedRules``) this
+    #: rule duplicates: it runs only while at least one of them is switched off. With all
+    #: of them active, Catalyst has done (or will do) the rule's work, and running it
+    #: would only cost time. Empty: the rule does what Catalyst lacks and always runs.
     only_when_catalyst_excludes: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -67,6 +68,11 @@ class Rule:
 
     def __call__(self, plan: LogicalPlan) -> LogicalPlan:
         return self.fn(plan)
+
+    def active_with(self, catalyst_excluded: frozenset[str]) -> bool:
+        """Whether the rule has work to do with these Catalyst rules switched off."""
+        return (not self.only_when_catalyst_excludes
+                or not catalyst_excluded.isdisjoint(self.only_when_catalyst_excludes))
 
     @property
     def patterns(self) -> tuple[str, ...]:
@@ -220,8 +226,8 @@ class RuleExecutor:
         if result is None:
             result = Result(plan)
         for batch in self.batches:
-            rules = [r for r in batch.rules if r.name not in excluded
-                     and set(r.only_when_catalyst_excludes) <= catalyst_excluded]
+            rules = [r for r in batch.rules
+                     if r.name not in excluded and r.active_with(catalyst_excluded)]
             if not rules:
                 continue
             for _ in range(batch.strategy.max_iterations):
@@ -229,6 +235,8 @@ class RuleExecutor:
                 for r in rules:
                     if cancelled is not None and cancelled():
                         raise Cancelled
+                    if r.matches and not result.plan.contains_any(r.matches):
+                        continue  # nothing it can change (pattern bits, as on the JVM)
                     if on_rule is not None:
                         on_rule(r.name)
                     self._apply(batch, r, result, trace)

@@ -10,6 +10,10 @@ worker (:mod:`sparkext.worker`).
 3. push down the inferred filters (fixed point)
 4. prune columns (fixed point; below EXISTS/IN filters too when Catalyst's ColumnPruning is off)
 5. simplify sort keys, eliminate sorts (fixed point)
+
+Steps 1 to 4 duplicate Catalyst rules: each runs only while one of those is switched off
+(``Rule.only_when_catalyst_excludes``). With Catalyst's rules all on, ``enable(spark)``
+runs step 5 only.
 """
 
 from __future__ import annotations
@@ -17,21 +21,42 @@ from __future__ import annotations
 from functools import partial
 
 from sparkext.optimizer import Batch, FixedPoint, Once, Rule
-from sparkext.plan import Filter, Join, Sort
+from sparkext.plan import Aggregate, Filter, Generate, Join, Project, Sort
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.infer_filters import infer_filters
 from sparkext.rules.prune_columns import prune_columns
 from sparkext.rules.push_down_filters import push_down_filters
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 
-PUSH_DOWN_FILTERS = Rule("push_down_filters", push_down_filters, matches=(Filter, Join))
-INFER_FILTERS = Rule("infer_filters", infer_filters, matches=(Filter, Join))
-PRUNE_COLUMNS = Rule("prune_columns", prune_columns)
+# Each rule names the Catalyst rules it duplicates (only_when_catalyst_excludes): while
+# all of those are active, Catalyst has done the rule's work before sparkext runs, and the
+# rule is skipped (tests/test_nothing_to_add.py checks that it would change nothing). Then
+# only what Catalyst lacks runs: the ordering rules.
+# InferFiltersFromConstraints is among pushdown's: with it off, infer_filters runs after
+# Catalyst's pushdown, and only push_down_filters moves what it adds.
+PUSH_DOWN_FILTERS = Rule("push_down_filters", push_down_filters, matches=(Filter, Join),
+                         only_when_catalyst_excludes=(
+                             "PushDownPredicates", "PushPredicateThroughJoin",
+                             "PushPredicateThroughNonJoin", "PushExtraPredicateThroughJoin",
+                             "InferFiltersFromConstraints"))
+INFER_FILTERS = Rule("infer_filters", infer_filters, matches=(Filter, Join),
+                     only_when_catalyst_excludes=("InferFiltersFromConstraints",))
+# What prune_columns can change sits below a node whose output drops columns its input
+# has: a Project, an Aggregate, a semi or anti Join, a Generate (the root keeps its whole
+# output). Expand (no tree pattern of its own) narrows too, but before the pre-CBO batch
+# it comes only from grouping sets, always under an Aggregate.
+PRUNE_COLUMNS = Rule("prune_columns", prune_columns,
+                     matches=(Project, Aggregate, Join, Generate),
+                     only_when_catalyst_excludes=("ColumnPruning", "PushProjectionThroughUnion"))
 # With Catalyst's ColumnPruning switched off, nothing prunes below the joins Spark makes of
-# EXISTS and IN subqueries after sparkext has run: do it in advance.
+# EXISTS and IN subqueries after sparkext has run: do it in advance (predicate subqueries
+# sit in Filters, and in Projects and Aggregates since Spark 3.4).
 PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
                              partial(prune_columns, before_subquery_rewrite=True),
+                             matches=(Project, Aggregate, Join, Generate, Filter),
                              only_when_catalyst_excludes=("ColumnPruning",))
+# Catalyst has no counterpart of simplify_sort_keys; its EliminateSorts does a part of
+# what eliminate_sorts does (sparkext.ordering): both always run.
 SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sort,))
 ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,))
 

@@ -57,7 +57,9 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     if (excluded.nonEmpty) {
       Conf.unknownRules(excluded, reg.rules.map(_.name)).foreach(w => PythonRules.log.warn(w))
     }
-    val active = rules.filterNot(r => excluded.contains(r.name))
+    // A rule that duplicates Catalyst rules all active in this session has nothing to add.
+    lazy val catalystExcluded = PythonRules.catalystExcluded(conf).toSet
+    val active = rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystExcluded))
     if (active.isEmpty) return skip(m.skippedExcluded)
     // A fixed-point batch hands back the very plan we returned: Python's answer is known,
     // as long as nothing the rules read changed (Catalyst's excluded rules travel too).
@@ -95,6 +97,11 @@ object PythonRules {
     plan.setTagValue(QueryReport.Tag, report)
     plan
   }
+
+  /** The short names of the Catalyst rules in `spark.sql.optimizer.excludedRules`. */
+  def catalystExcluded(conf: SQLConf): Seq[String] =
+    conf.optimizerExcludedRules.toSeq
+      .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).map(_.split('.').last)
 
   /**
    * A failure that leaves the plan unchanged: counts it (every call), warns (once per
@@ -271,8 +278,7 @@ private[sparkext] final class BridgeCall(
       }
       // Catalyst rules switched off in this session (short names): some sparkext rules do
       // work that Catalyst would otherwise do later in the optimizer.
-      val catalystExcluded = conf.optimizerExcludedRules.toSeq
-        .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).map(_.split('.').last)
+      val catalystExcluded = PythonRules.catalystExcluded(conf)
       if (catalystExcluded.nonEmpty) {
         g.writeArrayFieldStart("catalyst_excluded")
         catalystExcluded.foreach(g.writeString)

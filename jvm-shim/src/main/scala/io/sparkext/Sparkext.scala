@@ -37,8 +37,17 @@ object Position {
   }
 }
 
-/** One registered Python rule as the JVM needs to know it: for exclusion and skipping. */
-final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePattern.Value])
+/**
+ * One registered Python rule as the JVM needs to know it: for exclusion and skipping.
+ * `onlyWhenCatalystExcludes`: the Catalyst rules (short names) it duplicates; when that is
+ * not empty, the rule runs only while at least one of them is in
+ * `spark.sql.optimizer.excludedRules` (with all of them active it has nothing to add).
+ */
+final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePattern.Value],
+    onlyWhenCatalystExcludes: Seq[String] = Nil) {
+  def activeWith(catalystExcluded: => Set[String]): Boolean =
+    onlyWhenCatalystExcludes.isEmpty || onlyWhenCatalystExcludes.exists(catalystExcluded.contains)
+}
 
 /** What `sparkext.enable` registered for one session. */
 final class Registration(
@@ -306,8 +315,11 @@ object Sparkext {
               s"'${p.asText()}' (see org.apache.spark.sql.catalyst.trees.TreePattern)")
         })
       }
+      val only = Seq.newBuilder[String]
+      val os = r.get("only_when_catalyst_excludes")  // absent from older Python packages
+      if (os != null) os.forEach(o => only += o.asText())
       out += RuleInfo(r.get("name").asText(), Position.parse(r.get("position").asText()),
-        patterns.result())
+        patterns.result(), only.result())
     }
     out.result()
   }

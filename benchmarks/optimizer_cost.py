@@ -1,0 +1,331 @@
+"""What sparkext's built-in rules cost Catalyst's optimization phase, against Catalyst's own.
+
+Two suites: the 22 TPC-H queries (parquet at ``--scale``, temp views) and the TPC-DS
+queries of the plan-stability suite (tests/tpcds: empty tables with injected
+statistics). Four modes, each in a session of its own, its rules registered once:
+
+  native    plain Spark (sparkext installed, ``spark.sparkext.enabled=false``)
+  excluded  Catalyst's pushdown, inference, pruning and sort rules excluded
+            (sparkext.catalyst.PUSHDOWN_AND_PRUNING_RULES), no sparkext
+  ontop     plain Spark + ``sparkext.enable(spark)``: nothing excluded
+  replace   those Catalyst rules excluded + sparkext's built-in rules
+
+``--warmup`` untimed passes over every query in every mode, then ``--rounds`` timed runs;
+a run optimizes each query once in every mode, the modes' order rotating from query to
+query and run to run. Headline: the median of the runs' totals of the optimization phase
+(QueryPlanningTracker), per mode and suite, and the ratios ontop/native (target <= 1.10)
+and replace/native (target <= 1.00).
+
+Also reported, per suite, from Catalyst's own rule metering (``tracker().rules()``, the
+last timed run): the time of sparkext's rule, ``io.sparkext.PythonRules(once)``, and of
+the Catalyst rules it duplicates; per optimizer invocation of sparkext's rule that made
+no call to Python (the JVM's skip), its median time (target <= 0.02 ms); bridge calls,
+skips and Python time per call (sparkext.metrics); and, when the session's metrics have a
+``rules`` key, each rule's invocations, effective invocations and time.
+
+``--profile N`` instead profiles (cProfile) the Python rules on the N largest TPC-DS
+plans, in replace mode, and prints the top entries; ``--subqueries`` measures what the
+calls for subquery plans cost and whether the rules change those plans.
+
+    nice python benchmarks/optimizer_cost.py [--rounds 15] [--warmup 5] [--scale 0.1]
+        [--suites tpch tpcds] [--modes native excluded ontop replace] [--queries q01 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import io
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from py4j.java_gateway import JavaObject
+from pyspark.sql import SparkSession
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import sparkext  # noqa: E402
+from sparkext.catalyst import PUSHDOWN_AND_PRUNING_RULES, excluded_rules_conf  # noqa: E402
+from sparkext.optimizer import Batch, Rule, RuleExecutor  # noqa: E402
+from sparkext.plan import LogicalPlan  # noqa: E402
+from sparkext.rules import builtin_batches  # noqa: E402
+from sparkext.testing.catalog import create_empty_tables  # noqa: E402
+from sparkext.testing.session import local_session  # noqa: E402
+from tests.conftest import TPCH_TABLES, tpch_dir  # noqa: E402
+from tests.tpch import QUERY_NAMES, query  # noqa: E402
+
+TPCDS_DIR = ROOT / "tests" / "tpcds"
+TPCDS_DB = "tpcds_optimizer_cost"
+SPARKEXT_RULE = "io.sparkext.PythonRules(once)"
+MODES: dict[str, dict[str, str]] = {
+    "native": {"spark.sparkext.enabled": "false"},
+    "excluded": {"spark.sparkext.enabled": "false", **excluded_rules_conf()},
+    "ontop": {"spark.sparkext.enabled": "true"},
+    "replace": {"spark.sparkext.enabled": "true", **excluded_rules_conf()},
+}
+CATALYST_DUPLICATED = frozenset(PUSHDOWN_AND_PRUNING_RULES)
+
+
+def tpcds_queries() -> dict[str, str]:
+    return {p.stem: p.read_text() for p in sorted((TPCDS_DIR / "queries").glob("q*.sql"))}
+
+
+def suite_queries(suite: str, chosen: list[str] | None) -> dict[str, str]:
+    qs = {n: query(n) for n in QUERY_NAMES} if suite == "tpch" else tpcds_queries()
+    return {n: q for n, q in qs.items() if not chosen or n in chosen}
+
+
+def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str, str],
+                rules: list[Rule] | None = None) -> SparkSession:
+    session = spark.newSession()
+    if suite == "tpch":
+        data = tpch_dir(scale)
+        for t in TPCH_TABLES:
+            session.read.parquet(str(data / f"{t}.parquet")).createOrReplaceTempView(t)
+    else:
+        session.catalog.setCurrentDatabase(TPCDS_DB)
+    sparkext.enable(session, rules)
+    for key, value in settings.items():
+        session.conf.set(key, value)
+    return session
+
+
+def rule_times(qe: JavaObject) -> dict[str, tuple[int, int, int]]:
+    """Catalyst's metering of this query's optimization: rule -> (nanos, invocations,
+    effective invocations)."""
+    out = {}
+    it = qe.tracker().rules().iterator()
+    while it.hasNext():
+        entry = it.next()
+        s = entry._2()
+        out[entry._1()] = (s.totalTimeNs(), s.numInvocations(), s.numEffectiveInvocations())
+    return out
+
+
+def optimize_once(session: SparkSession, sql: str) -> tuple[float, dict, dict]:
+    sparkext.reset_metrics(session)
+    qe = session.sql(sql)._jdf.queryExecution()
+    qe.optimizedPlan()
+    ms = float(qe.tracker().phases().get("optimization").get().durationMs())
+    return ms, sparkext.metrics(session), rule_times(qe)
+
+
+def benchmark(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
+    queries = suite_queries(suite, args.queries)
+    modes = [m for m in MODES if m in args.modes]
+    sessions = {m: new_session(spark, suite, args.scale, MODES[m]) for m in modes}
+    for _ in range(args.warmup):
+        for sql in queries.values():
+            for m in modes:
+                optimize_once(sessions[m], sql)
+    totals: dict[str, list[float]] = {m: [] for m in modes}
+    last: dict[str, list[tuple[dict, dict]]] = {m: [] for m in modes}
+    skip_us: list[float] = []
+    for r in range(args.rounds):
+        total = dict.fromkeys(modes, 0.0)
+        final = r == args.rounds - 1
+        for i, sql in enumerate(queries.values()):
+            k = (r + i) % len(modes)
+            for m in modes[k:] + modes[:k]:
+                ms, metrics, rules = optimize_once(sessions[m], sql)
+                total[m] += ms
+                if final:
+                    last[m].append((metrics, rules))
+                if m in ("ontop", "replace") and metrics["calls"] == 0 and SPARKEXT_RULE in rules:
+                    nanos, n, _ = rules[SPARKEXT_RULE]
+                    skip_us.append(nanos / n / 1e3)
+        for m in modes:
+            totals[m].append(total[m])
+        print(f"{suite} run {r + 1}: " + "  ".join(f"{m} {total[m]:.0f} ms" for m in modes),
+              flush=True)
+    report(suite, len(queries), modes, totals, last, skip_us)
+
+
+def report(suite: str, n: int, modes: list[str], totals: dict[str, list[float]],
+           last: dict[str, list[tuple[dict, dict]]], skip_us: list[float]) -> None:
+    med = {m: statistics.median(v) for m, v in totals.items()}
+    print(f"\n### {suite}: {n} queries, median of {len(next(iter(totals.values())))} runs' "
+          "totals (optimization phase, ms)\n")
+    print("| mode | ms | / native |\n| --- | ---: | ---: |")
+    for m in modes:
+        ratio = f"{med[m] / med['native']:.2f}" if "native" in med else ""
+        print(f"| {m} | {med[m]:.0f} | {ratio} |")
+    for m in ("ontop", "replace"):
+        if m in med and "native" in med:
+            target = 1.10 if m == "ontop" else 1.00
+            print(f"{m}/native = {med[m] / med['native']:.2f} (target <= {target:.2f})")
+
+    print("\nlast run, Catalyst's metering (ms over the suite) and the bridge's counters:")
+    for m in modes:
+        rules: dict[str, list[int]] = {}
+        for _, rs in last[m]:
+            for name, (nanos, inv, eff) in rs.items():
+                acc = rules.setdefault(name, [0, 0, 0])
+                acc[0] += nanos
+                acc[1] += inv
+                acc[2] += eff
+        dup = sum(v[0] for k, v in rules.items() if k in CATALYST_DUPLICATED) / 1e6
+        ours = rules.get(SPARKEXT_RULE, [0, 0, 0])
+        calls = sum(mt["calls"] for mt, _ in last[m])
+        skipped = sum(mt["skipped"] for mt, _ in last[m])
+        python_ms = sum(mt["python_ms"] for mt, _ in last[m])
+        per_call = f"{python_ms / calls:.2f} ms Python per call" if calls else "no calls"
+        print(f"- {m}: Catalyst rules sparkext duplicates {dup:.1f} ms; {SPARKEXT_RULE} "
+              f"{ours[0] / 1e6:.1f} ms over {ours[1]} invocations ({ours[2]} effective); "
+              f"{calls} calls, {skipped} skipped; {per_call}")
+        per_rule: dict[str, list[int]] = {}
+        for mt, _ in last[m]:
+            for name, r in (mt.get("rules") or {}).items():
+                acc = per_rule.setdefault(name, [0, 0, 0])
+                acc[0] += r.get("invocations", 0)
+                acc[1] += r.get("effective", 0)
+                acc[2] += r.get("nanos", 0)
+        for name, (inv, eff, nanos) in sorted(per_rule.items()):
+            print(f"    {name}: {inv} invocations, {eff} effective, {nanos / 1e6:.1f} ms")
+    if skip_us:
+        print(f"\nJVM skip (sparkext's rule invoked, no call made): median "
+              f"{statistics.median(skip_us):.1f} us per invocation over {len(skip_us)} "
+              f"queries (target <= 20 us)")
+
+
+# -- the Python side alone --------------------------------------------------------------
+
+def capturing(seen: list[LogicalPlan]) -> Rule:
+    def capture(plan: LogicalPlan) -> LogicalPlan:
+        seen.append(plan)
+        return plan
+    return Rule("capture", capture)
+
+
+def plans_of(spark: SparkSession, suite: str, args: argparse.Namespace, settings: dict[str, str]
+             ) -> dict[str, list[LogicalPlan]]:
+    """The plans sparkext is given per query, in the order it is given them (subquery
+    plans first: Catalyst optimizes them inside the main plan's optimization)."""
+    seen: list[LogicalPlan] = []
+    session = new_session(spark, suite, args.scale, settings, [capturing(seen)])
+    out: dict[str, list[LogicalPlan]] = {}
+    for name, sql in suite_queries(suite, args.queries).items():
+        seen.clear()
+        session.sql(sql)._jdf.queryExecution().optimizedPlan()
+        out[name] = list(seen)
+    return out
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def fresh(plan: LogicalPlan) -> LogicalPlan:
+    """A copy of ``plan`` with no derived facts cached (as a call decodes it)."""
+    return plan.transform_up(lambda n: n.copy())
+
+
+def profile(spark: SparkSession, args: argparse.Namespace) -> None:
+    catalyst_excluded = frozenset(r.rsplit(".", 1)[1] for r in PUSHDOWN_AND_PRUNING_RULES)
+    plans = plans_of(spark, "tpcds", args, MODES["replace"])
+    largest = sorted(((sum(1 for _ in p.walk()), name, p) for name, ps in plans.items()
+                      for p in ps), key=lambda t: -t[0])[:args.profile]
+    per_rule: dict[str, float] = {}
+
+    def timing(r: Rule) -> Rule:
+        def run(plan: LogicalPlan) -> LogicalPlan:
+            start = time.perf_counter()
+            try:
+                return r.fn(plan)
+            finally:
+                per_rule[r.name] = per_rule.get(r.name, 0.0) + time.perf_counter() - start
+        return dataclasses.replace(r, fn=run)
+
+    timed_batches = tuple(Batch(b.name, b.strategy, tuple(timing(r) for r in b.rules))
+                          for b in builtin_batches())
+    total = 0.0
+    for size, name, plan in largest:
+        start = time.perf_counter()
+        RuleExecutor(timed_batches).execute(fresh(plan), catalyst_excluded=catalyst_excluded)
+        spent = time.perf_counter() - start
+        total += spent
+        print(f"{name}: {size} nodes, {spent * 1e3:.0f} ms")
+    print(f"\nbuilt-in rules on the {len(largest)} largest TPC-DS plans: {total * 1e3:.0f} ms; "
+          "per rule: " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in per_rule.items()))
+    executor = RuleExecutor(builtin_batches())
+    prof = cProfile.Profile()
+    for _, _, plan in largest:
+        plan = fresh(plan)
+        prof.enable()
+        executor.execute(plan, catalyst_excluded=catalyst_excluded)
+        prof.disable()
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats(order).print_stats(args.top)
+        print(out.getvalue())
+
+
+def subqueries(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
+    catalyst_excluded = frozenset(r.rsplit(".", 1)[1] for r in PUSHDOWN_AND_PRUNING_RULES)
+    executor = RuleExecutor(builtin_batches())
+    for mode, excl in (("replace", catalyst_excluded), ("ontop", frozenset())):
+        plans = plans_of(spark, suite, args, MODES[mode])
+        main = sub = 0.0
+        n_sub = changed_sub = 0
+        for ps in plans.values():
+            for i, p in enumerate(ps):
+                p = fresh(p)
+                start = time.perf_counter()
+                result = executor.execute(p, catalyst_excluded=excl)
+                spent = time.perf_counter() - start
+                if i == len(ps) - 1:
+                    main += spent
+                else:
+                    sub += spent
+                    n_sub += 1
+                    changed_sub += result.plan is not p
+        n_main = len(plans)
+        print(f"{suite} {mode}: {n_main} main plans {main * 1e3:.1f} ms, {n_sub} subquery plans "
+              f"{sub * 1e3:.1f} ms in Python ({changed_sub} of them changed by the rules)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--scale", default="0.1")
+    parser.add_argument("--suites", nargs="*", default=["tpch", "tpcds"],
+                        choices=["tpch", "tpcds"])
+    parser.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--queries", nargs="*", default=None,
+                        help="only these queries (names of either suite)")
+    parser.add_argument("--profile", type=int, default=0,
+                        help="profile the Python rules on the N largest TPC-DS plans instead")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--subqueries", action="store_true",
+                        help="measure the calls for subquery plans instead")
+    args = parser.parse_args()
+
+    spark = local_session({"spark.sparkext.strict": "false",
+                          "spark.sql.planChangeValidation": "false"})
+    if "tpcds" in args.suites or args.profile:
+        from tests.tpcds.stats import STATS
+        create_empty_tables(spark, (TPCDS_DIR / "schema.sql").read_text(), TPCDS_DB, STATS)
+    if args.profile:
+        profile(spark, args)
+    elif args.subqueries:
+        for suite in args.suites:
+            subqueries(spark, suite, args)
+    else:
+        for suite in args.suites:
+            benchmark(spark, suite, args)
+        print(f"\nrounds: {args.rounds}, warm-up passes: {args.warmup}, TPC-H scale factor: "
+              f"{args.scale}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
