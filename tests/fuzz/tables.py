@@ -106,6 +106,12 @@ def make_tables(seed: int = 0) -> dict[str, Table]:
     return by_name
 
 
+#: Partitions of each cached table. Every partition is a task in every stage that reads
+#: it, and a task costs more than these rows do: one partition, but two in ``fz_b`` (and
+#: ``fz_range``), so that a join or a union still reads a table split in parts.
+PARTITIONS = {"fz_b": 2}
+
+
 def register(spark, seed: int = 0) -> dict[str, Table]:
     """Creates and caches the tables as temp views; returns them by name."""
     tables = make_tables(seed)
@@ -115,10 +121,18 @@ def register(spark, seed: int = 0) -> dict[str, Table]:
                 .createOrReplaceTempView(name)
             continue
         if name == "fz_sorted":
-            df = spark.table("fz_a").orderBy("k", "x")
+            # A global sort into one partition (its range exchange has as many partitions
+            # as the session's shuffles): a cached input that reports its ordering.
+            saved = spark.conf.get("spark.sql.shuffle.partitions")
+            spark.conf.set("spark.sql.shuffle.partitions", "1")
+            try:
+                df = spark.table("fz_a").orderBy("k", "x").cache()
+                df.count()
+            finally:
+                spark.conf.set("spark.sql.shuffle.partitions", saved)
         else:
-            df = spark.createDataFrame(list(table.rows), SCHEMA)
-        df = df.cache()
-        df.count()
+            df = spark.createDataFrame(list(table.rows), SCHEMA) \
+                .repartition(PARTITIONS.get(name, 1)).cache()
+            df.count()
         df.createOrReplaceTempView(name)
     return tables
