@@ -9,7 +9,8 @@
 #                  own Spark's jars (cached in ~/.cache/sparkext; fetched once from PyPI/Maven)
 #   make jar-sbt   the venv's line through sbt (LINE=3.5_2.12 for another line)
 #   make wheel     the wheel, carrying every line's jar
-#   make fuzz      a long differential fuzz sweep: make fuzz N=10000 SEED=1 (docs/fuzzing.md)
+#   make fuzz      a long differential fuzz sweep: make fuzz N=10000 SEED=1 [SHARDS=4]
+#                  (docs/fuzzing.md)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -58,10 +59,28 @@ test-all: jar
 test-compat: jars
 	$(PY) tools/compat.py $(COMPAT_ARGS)
 
-N    ?= 10000
-SEED ?= 1
+# SHARDS=K splits the N cases of one seed into K processes run side by side, each logging
+# to $(FUZZ_LOGS)/seed<SEED>-shard<i>.log; then their SUMMARY lines are added up
+# (python -m tests.fuzz.sweep --summarize LOG...). SHARDS=1 prints to the terminal.
+N         ?= 10000
+SEED      ?= 1
+SHARDS    ?= 1
+FUZZ_LOGS ?= .cache/fuzz
 fuzz: jar
+ifeq ($(SHARDS),1)
 	nice -n 10 $(PY) -m tests.fuzz.sweep --n $(N) --seed $(SEED)
+else
+	mkdir -p $(FUZZ_LOGS)
+	rm -f $(FUZZ_LOGS)/seed$(SEED)-shard*.log
+	per=$$(( ($(N) + $(SHARDS) - 1) / $(SHARDS) )); \
+	for i in $$(seq 0 $$(( $(SHARDS) - 1 ))); do \
+	  start=$$(( i * per )); n=$$(( $(N) - start < per ? $(N) - start : per )); \
+	  [ $$n -gt 0 ] || continue; \
+	  nice -n 10 $(PY) -m tests.fuzz.sweep --seed $(SEED) --start $$start --n $$n \
+	    > $(FUZZ_LOGS)/seed$(SEED)-shard$$i.log 2>&1 & \
+	done; wait
+	$(PY) -m tests.fuzz.sweep --summarize $(FUZZ_LOGS)/seed$(SEED)-shard*.log
+endif
 
 bench: jar
 	$(PY) benchmarks/bridge_overhead.py

@@ -109,6 +109,10 @@ class Generator:
             return vs[self.rng.randrange(lo, hi)]
         return self.rng.choice(vs)
 
+    def high(self, values: tuple):
+        """A value in the top tenth or so of ``values``: few rows are above it."""
+        return values[min(len(values) - 1, int(len(values) * self.rng.uniform(0.85, 0.97)))]
+
     def atom(self, cols: list[Col]) -> Atom:
         col = self.rng.choice([c for c in cols if c.kind != "array"] or cols)
         c = col.name
@@ -119,7 +123,9 @@ class Generator:
             return Atom(self.rng.choice((f"{c} IS NOT NULL", f"{c} <> 0", f"{c} > -1000")))
         if col.kind in NUMERIC:
             others = [o for o in cols if o.kind in NUMERIC and o.name != c]
-            form = self.pick({"cmp": 6, "eq": 0.7, "ne": 1, "between": 1.5, "in": 1.5,
+            narrow = len(col.values) <= 12  # eq and IN on a wide column keep a row or two
+            form = self.pick({"cmp": 6, "eq": 0.4 if narrow else 0.1, "ne": 1, "between": 1.5,
+                              "in": 1.5 if narrow else 0.3,
                               "two": 1.5 if others else 0, "mod": 1 if col.kind != "double" else 0,
                               "coalesce": 0.7})
             v = literal(self.value(col))
@@ -127,7 +133,7 @@ class Generator:
                 # The value on the side that keeps more than half of the rows, mostly.
                 op = self.rng.choice(('<', '<=', '>', '>='))
                 vs = col.values
-                if vs and self.chance(0.7):
+                if vs and self.chance(0.85):
                     lo, hi = (0.5, 0.9) if op in ("<", "<=") else (0.1, 0.5)
                     v = literal(vs[min(int(len(vs) * self.rng.uniform(lo, hi)), len(vs) - 1)])
                 return Atom(f"{c} {op} {v}")
@@ -149,7 +155,7 @@ class Generator:
                 return Atom(f"{c} % 2 = {self.rng.choice((0, 1))}")
             return Atom(f"coalesce({c}, 0) >= {v}")
         if col.kind == "string":
-            form = self.pick({"eq": 2, "in": 2, "like": 1, "cmp": 1, "len": 0.5,
+            form = self.pick({"eq": 1, "in": 2, "like": 1, "cmp": 1, "len": 0.5,
                               "digits": 1 if col.digits else 0})
             if form == "eq":
                 return Atom(f"{c} = {literal(self.value(col, False))}")
@@ -164,7 +170,7 @@ class Generator:
                 return Atom(f"{c} RLIKE '^[0-9]+$'")
             return Atom(f"length({c}) > 1")
         if col.kind == "bool":
-            return Atom(self.rng.choice((c, f"NOT {c}", f"{c} <=> false", f"{c} IS NULL")))
+            return Atom(self.rng.choice((c, f"NOT {c}", f"{c} <=> false", f"{c} IS NOT NULL")))
         return Atom(self.rng.choice((f"size({c}) >= 1", f"array_contains({c}, 2)")))
 
     def pred(self, cols: list[Col], depth: int = 0) -> object:
@@ -245,7 +251,8 @@ class Generator:
 
     def aggregate(self, step, cols):
         # Mostly two keys (k and g: about 30 groups); a global aggregate is one row.
-        keys = self.keys(cols, 2, at_least=1) if self.chance(0.9) else []
+        keys = (self.keys(cols, 2, at_least=2 if self.chance(0.75) else 1)
+                if self.chance(0.93) else [])
         aggs, out = [], list(keys)
         nums = [c for c in cols if c.kind in ("int", "long")]
         ordered = [c for c in cols if c.kind in ("int", "long", "double", "string")]
@@ -330,7 +337,7 @@ class Generator:
             if self.chance(0.5):
                 return Limit(step, self.rng.choice((10, 20, 50))), cols
             return step, cols
-        return Limit(step, self.rng.choice((3, 10, 25, 60))), cols
+        return Limit(step, self.rng.choice((10, 25, 60))), cols
 
     def explode(self, step, cols):
         arrays = [c for c in cols if c.kind == "array"]
@@ -347,7 +354,7 @@ class Generator:
 
     def subquery(self, step, cols):
         ints = [c for c in cols if c.kind == "int"] or [c for c in cols if c.kind in NUMERIC]
-        table = self.pick({"fz_a": 3, "fz_b": 3, "fz_nulls": 1, "fz_dups": 1, "fz_empty": 0.3})
+        table = self.pick({"fz_a": 3, "fz_b": 3, "fz_nulls": 1, "fz_dups": 1, "fz_empty": 0.15})
         inner = self.tables[table] if self.tables[table].rows else self.tables["fz_a"]
         xs = inner.values("x")
         x = xs[self.rng.randrange(len(xs) // 5, max(len(xs) * 4 // 5, 1))] if xs else 0
@@ -359,12 +366,17 @@ class Generator:
         col = base if base in ("k", "g", "x") else (
             self.rng.choice(("k", "g")) if len(c.values) <= 12 else "x")
         where = f"s.x > {x}"
+        # NOT IN and NOT EXISTS: against few inner rows (x in the top tenth or so), or every
+        # key finds a match and nothing is left.
+        high = self.high(xs) if xs else 0
         form = self.pick({"in": 2, "not_in": 1, "exists": 2, "not_exists": 1, "scalar": 1.5,
                           "or": 1, "select": 1})
         exists = f"EXISTS (SELECT 1 FROM {table} s WHERE s.{col} = {c.name} AND {where})"
+        not_exists = exists.replace(where, f"s.x > {high}")
         if form == "in":
             return SqlWhere(step, Atom(f"{c.name} IN (SELECT s.{col} FROM {table} s WHERE {where})")), cols
         if form == "not_in":
+            where = f"s.x > {high}"
             # Half the time without NULLs in the list (NOT IN a list with NULL is empty).
             if self.chance(0.5):
                 where += f" AND s.{col} IS NOT NULL"
@@ -373,7 +385,7 @@ class Generator:
         if form == "exists":
             return SqlWhere(step, Atom(exists)), cols
         if form == "not_exists":
-            return SqlWhere(step, Atom("NOT " + exists)), cols
+            return SqlWhere(step, Atom("NOT " + not_exists)), cols
         if form == "or":
             return SqlWhere(step, Or(self.atom(cols), Atom(exists))), cols
         if form == "scalar":
@@ -418,9 +430,15 @@ class Generator:
                 on = And(on, c)
         if how == "cross" and on is not None:
             how = "inner"  # a cross join with a condition is an inner join
-        if how == "left_anti" and len(conjuncts) == 1:
-            # Keys overlap: without a condition on the right most left rows find a match.
-            on = And(on, self.atom(rcols))
+        if how == "left_anti":
+            # Keys overlap: unless few right rows can match (a right column above a value
+            # in its top tenth), every left row finds a match and nothing is left.
+            wide = [c for c in rcols if c.kind == "int" and len(c.values) > 12]
+            if wide:
+                c = self.rng.choice(wide)
+                on = And(on, Atom(f"{c.name} > {literal(self.high(c.values))}"))
+            else:
+                on = And(on, self.atom(rcols))
         step = Join(step, right, how, on)
         out = cols if how in ("left_semi", "left_anti") else cols + rcols
         if how not in ("left_semi", "left_anti") and self.chance(0.6):

@@ -27,6 +27,7 @@ The oracle, against ``plain``:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -38,14 +39,22 @@ from tests.fuzz.pipeline import (
 
 #: Settings of every mode. One shuffle partition and no adaptive execution: on this
 #: 2-core machine they make a small query about twice as fast (make test runs 900).
-COMMON = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"}
+COMMON = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false",
+          # plan_key compares plans by their text: nothing elided.
+          "spark.sql.debug.maxToStringFields": "100000"}
 MODES = {
     "plain": {"spark.sparkext.enabled": "false"},
     "on_top": {"spark.sparkext.enabled": "true"},
     "instead": {"spark.sparkext.enabled": "true", **excluded_rules_conf()},
 }
 UNREWRITTEN = {"spark.sparkext.enabled": "false", **excluded_rules_conf()}
-ALL_KEYS = sorted({k for m in MODES.values() for k in m} | set(COMMON))
+#: Execution without generated code, for all but the full cases (``check_code``). A case
+#: runs each distinct plan once, so Janino's compilation is not shared between modes any
+#: more and costs more than interpreting these few rows (docs/fuzzing.md, "Speed"); the
+#: full cases keep whole-stage code generation, so both paths stay covered.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+ALL_KEYS = sorted({k for m in MODES.values() for k in m} | set(COMMON) | set(INTERPRETED))
 INFORMATIVE = ("plain_error", "catalyst_error")
 
 
@@ -55,6 +64,7 @@ class Outcome:
     error: str | None
     columns: tuple = ()
     metrics: dict | None = None
+    shared: bool = False  # the rows of an identical plan another mode ran (``run``)
 
 
 @dataclass(frozen=True)
@@ -68,8 +78,9 @@ class Finding:
         return self.kind not in INFORMATIVE
 
 
-def set_mode(spark, mode: str) -> None:
-    settings = {**COMMON, **(UNREWRITTEN if mode == "unrewritten" else MODES[mode])}
+def set_mode(spark, mode: str, interpreted: bool = False) -> None:
+    settings = {**COMMON, **(UNREWRITTEN if mode == "unrewritten" else MODES[mode]),
+                **(INTERPRETED if interpreted else {})}
     for key in ALL_KEYS:
         if key in settings:
             spark.conf.set(key, settings[key])
@@ -77,23 +88,51 @@ def set_mode(spark, mode: str) -> None:
             spark.conf.unset(key)
 
 
-def run(spark, build, mode: str) -> Outcome:
-    """``build()``: the case's DataFrame, or the exception building it raised."""
+def run(spark, build, mode: str, executed: dict | None = None) -> Outcome:
+    """``build()``: the case's DataFrame, or the exception building it raised.
+
+    ``executed``: the plans already run for this case, by ``plan_key``, with their
+    outcomes; execution is then interpreted. A mode whose optimized plan is one of them
+    takes that plan's rows (or error) instead of running it again: the same plan gives the
+    same rows, so a second run would test Spark's determinism, not a rewrite. ``None``:
+    always run, with generated code (a full case)."""
     import sparkext
 
-    set_mode(spark, mode)
+    set_mode(spark, mode, interpreted=executed is not None)
     if mode != "plain":
         sparkext.reset_metrics(spark)
+    rows, error, columns, key = None, None, (), None
     try:
         df = build()
         columns = tuple(f"{f.name}:{f.dataType.simpleString()}" for f in df.schema.fields)
+        if executed is not None:
+            plan = df._jdf.queryExecution().optimizedPlan()  # rewrite errors raise here
+            key = plan_key(plan)
+            ran = executed.get(key)
+            if ran is not None and ran[0].sameResult(plan):
+                metrics = sparkext.metrics(spark) if mode != "plain" else None
+                return Outcome(ran[1].rows, ran[1].error, columns, metrics, shared=True)
         rows = df.collect()
-        error = None
     except Exception as e:  # noqa: BLE001 - any error is an outcome to compare
         rows, columns = None, ()
         error = describe(e)
     metrics = sparkext.metrics(spark) if mode != "plain" else None
-    return Outcome(rows, error, columns, metrics)
+    outcome = Outcome(rows, error, columns, metrics)
+    if key is not None:
+        executed[key] = (plan, outcome)
+    return outcome
+
+
+def plan_key(plan) -> str:
+    """An optimized plan's text (subqueries included) with expression ids renumbered in
+    order of appearance: two plans with the same key and ``sameResult`` are the same plan.
+    Either alone is not enough: ``sameResult`` compares canonical forms, which reorder the
+    operands of AND and OR (and a guard must stay before what it guards under ANSI); the
+    text shows neither a literal's type nor what it elides beyond
+    ``spark.sql.debug.maxToStringFields`` (raised in ``COMMON``)."""
+    ids: dict[str, str] = {}
+    return re.sub(r"#\d+", lambda m: ids.setdefault(m.group(), f"#{len(ids)}"),
+                  plan.treeString())
 
 
 def describe(e: Exception) -> str:
@@ -173,14 +212,18 @@ def judge(order: tuple, outcomes: dict[str, Outcome]) -> list[Finding]:
     return found
 
 
-def check(spark, case: Case, modes=tuple(MODES)) -> tuple[list[Finding], dict[str, Outcome]]:
-    """Runs ``case`` in ``modes`` and judges it."""
-    return check_code(spark, case.code(), determined_order(case.root), modes)
+def check(spark, case: Case, modes=tuple(MODES), full: bool = True
+          ) -> tuple[list[Finding], dict[str, Outcome]]:
+    """Runs ``case`` in ``modes`` and judges it (``full``: see ``check_code``)."""
+    return check_code(spark, case.code(), determined_order(case.root), modes, full)
 
 
-def check_code(spark, code: str, order: tuple = (), modes=tuple(MODES)):
+def check_code(spark, code: str, order: tuple = (), modes=tuple(MODES), full: bool = True):
     """Runs a case's code in ``modes`` and judges it. The code runs (and is analyzed)
-    once; each mode optimizes and runs the analyzed plan afresh, with its own settings."""
+    once; each mode optimizes the analyzed plan afresh, with its own settings, and runs
+    it unless another mode already ran the same optimized plan (``run``). ``full``: every
+    mode runs its plan, identical or not, with whole-stage code generation (sweeps do so for
+    a fixed share of the cases); the others run interpreted (``INTERPRETED``)."""
     from tests.conftest import dataframe_of
 
     set_mode(spark, "plain")
@@ -194,10 +237,11 @@ def check_code(spark, code: str, order: tuple = (), modes=tuple(MODES)):
     else:
         def build():
             return dataframe_of(spark, analyzed)
-    outcomes = {mode: run(spark, build, mode) for mode in modes}
+    executed = None if full else {}
+    outcomes = {mode: run(spark, build, mode, executed) for mode in modes}
     found = judge(order, outcomes)
     if any(f.kind == "error" and f.mode == "instead" for f in found):
-        unrewritten = run(spark, build, "unrewritten")
+        unrewritten = run(spark, build, "unrewritten", None if full else {})
         if unrewritten.error is not None:
             found = [Finding("catalyst_error", f.mode, f"{f.detail} (raised with sparkext "
                              "off too: Catalyst's own, with its rules excluded)")

@@ -3,7 +3,7 @@ return tens of rows (issue 16 item 13).
 
 Every table has the same columns, so a pipeline can read any of them and a set operation
 can pair any two. Keys have small, overlapping domains (``k`` in 0..9 or 0..11, ``g`` in
-0..3), so an equi-join of two 40-row tables returns about 150 rows, and a predicate that
+0..3), so an equi-join of ``fz_a`` and ``fz_b`` returns about 700 rows, and a predicate that
 compares with a value drawn from the column's own values keeps a fair share of them.
 
     k int      join key, 0..9 (0..11 in fz_b): overlapping domains
@@ -15,10 +15,10 @@ compares with a value drawn from the column's own values keeps a fair share of t
     b boolean
     arr array<int>  0..3 elements (and NULL): explode / posexplode
 
-Tables: ``fz_a`` and ``fz_b`` (ordinary, 10% NULLs), ``fz_nulls`` (half NULLs),
-``fz_dups`` (40 rows drawn from 5), ``fz_empty`` (no rows), ``fz_sorted`` (``fz_a``
+Tables: ``fz_a`` and ``fz_b`` (100 and 80 rows, 10% NULLs), ``fz_nulls`` (50, half
+NULLs), ``fz_dups`` (50 rows drawn from 5), ``fz_empty`` (no rows), ``fz_sorted`` (``fz_a``
 sorted on k, x and cached: an input that reports an ordering), all cached; and
-``fz_range``, 48 rows computed from ``spark.range`` in two partitions: the only input of
+``fz_range``, 64 rows computed from ``spark.range`` in two partitions: the only input of
 ``rand(seed)`` and ``sample(seed)``, whose values depend on the partition and position of
 each row. A range has the same partitions and row order in every plan; a cached table
 read over a shuffle did not (in a long sweep, plain Spark's read of ``fz_nulls`` paired
@@ -81,7 +81,7 @@ RANGE_COLUMNS = (
     "CASE WHEN id % 7 = 0 THEN NULL ELSE "
     "slice(array(CAST(id % 6 AS INT), CAST(id * 5 % 6 AS INT), 2), 1, CAST(id % 4 AS INT)) END AS arr",
 )
-RANGE_ROWS = 48
+RANGE_ROWS = 64
 
 
 def _range_row(i: int) -> tuple:
@@ -94,16 +94,22 @@ def make_tables(seed: int = 0) -> dict[str, Table]:
     rng = random.Random(seed)
     dups_pool = [_row(rng, 10, 0.1) for _ in range(5)]
     tables = [
-        Table("fz_a", tuple(_row(rng, 10, 0.1) for _ in range(60))),
-        Table("fz_b", tuple(_row(rng, 12, 0.1) for _ in range(50))),
-        Table("fz_nulls", tuple(_row(rng, 10, 0.5) for _ in range(40))),
-        Table("fz_dups", tuple(rng.choice(dups_pool) for _ in range(40))),
+        Table("fz_a", tuple(_row(rng, 10, 0.1) for _ in range(100))),
+        Table("fz_b", tuple(_row(rng, 12, 0.1) for _ in range(80))),
+        Table("fz_nulls", tuple(_row(rng, 10, 0.5) for _ in range(50))),
+        Table("fz_dups", tuple(rng.choice(dups_pool) for _ in range(50))),
         Table("fz_empty", ()),
     ]
     by_name = {t.name: t for t in tables}
     by_name["fz_sorted"] = Table("fz_sorted", by_name["fz_a"].rows)
     by_name["fz_range"] = Table("fz_range", tuple(_range_row(i) for i in range(RANGE_ROWS)))
     return by_name
+
+
+#: Partitions of each cached table. Every partition is a task in every stage that reads
+#: it, and a task costs more than these rows do: one partition, but two in ``fz_b`` (and
+#: ``fz_range``), so that a join or a union still reads a table split in parts.
+PARTITIONS = {"fz_b": 2}
 
 
 def register(spark, seed: int = 0) -> dict[str, Table]:
@@ -115,10 +121,18 @@ def register(spark, seed: int = 0) -> dict[str, Table]:
                 .createOrReplaceTempView(name)
             continue
         if name == "fz_sorted":
-            df = spark.table("fz_a").orderBy("k", "x")
+            # A global sort into one partition (its range exchange has as many partitions
+            # as the session's shuffles): a cached input that reports its ordering.
+            saved = spark.conf.get("spark.sql.shuffle.partitions")
+            spark.conf.set("spark.sql.shuffle.partitions", "1")
+            try:
+                df = spark.table("fz_a").orderBy("k", "x").cache()
+                df.count()
+            finally:
+                spark.conf.set("spark.sql.shuffle.partitions", saved)
         else:
-            df = spark.createDataFrame(list(table.rows), SCHEMA)
-        df = df.cache()
-        df.count()
+            df = spark.createDataFrame(list(table.rows), SCHEMA) \
+                .repartition(PARTITIONS.get(name, 1)).cache()
+            df.count()
         df.createOrReplaceTempView(name)
     return tables
