@@ -391,7 +391,7 @@ class TreeNode:
                 bits = type(node)._bit
                 for c in node.children:
                     bits |= c._cache["#bits"]
-                node._cached("#bits", lambda: bits)
+                node._cached("#bits", lambda b=bits: b)
                 continue
             stack.append((node, True))
             stack.extend((c, False) for c in node.children

@@ -32,7 +32,15 @@ from sparkext.codec import AnswerEncoder, Decoded
 from sparkext.context import scoped
 from sparkext.errors import error_document
 from sparkext.optimizer import (
-    POSITIONS, Batch, Cancelled, Result, Rule, RuleError, RuleExecutor, RuleStats)
+    POSITIONS,
+    Batch,
+    Cancelled,
+    Result,
+    Rule,
+    RuleError,
+    RuleExecutor,
+    RuleStats,
+)
 from sparkext.threads import NoThread, ThreadLost, run_on_deep_stack
 from sparkext.wire import UNCHANGED_ANSWER, handshake
 

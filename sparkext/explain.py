@@ -25,7 +25,16 @@ from sparkext.bridge import split_by_position
 from sparkext.context import current
 from sparkext.kinds import Item, Kind
 from sparkext.optimizer import (
-    Batch, Once, Result, Rule, RuleError, RuleExecutor, RuleStats, Step, as_rule)
+    Batch,
+    Once,
+    Result,
+    Rule,
+    RuleError,
+    RuleExecutor,
+    RuleStats,
+    Step,
+    as_rule,
+)
 from sparkext.plan import LogicalPlan
 
 
