@@ -1116,7 +1116,7 @@ class OpaqueExpression(Expression):
     subquery_output: tuple[AttributeReference, ...] | None = arg("-", default=None)
     #: Set by a rule to narrow a subquery's plan to these output ids (EXISTS needs only
     #: the columns its correlation reads).
-    keep: frozenset[ExprId] | None = arg("-", default=None)
+    keep: frozenset[int] | None = arg("-", default=None)
     #: What the expression is apart from its children, as a number the JVM gave every
     #: semantically equal shell in one plan (None: unknown, compared by handle).
     shell: int | None = arg("-", default=None)

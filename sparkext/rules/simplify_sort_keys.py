@@ -18,7 +18,7 @@ A Sort whose keys are all constant is left to ``eliminate_sorts``.
 
 from __future__ import annotations
 
-from sparkext.expressions import AttributeReference
+from sparkext.expressions import AttributeReference, ExprId, SortOrder
 from sparkext.ordering import exactly_comparable, properties
 from sparkext.plan import LogicalPlan, Sort
 
@@ -34,7 +34,8 @@ def _simplify(node: LogicalPlan) -> LogicalPlan:
     match node:
         case Sort(order=order, child=child):
             props = properties(child)
-            kept, tied = [], set()
+            kept: list[SortOrder] = []
+            tied: set[ExprId] = set()
             for o in order:
                 e = o.child
                 redundant = (
