@@ -23,13 +23,19 @@ import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JJavaError
 
 from sparkext import versions
 from sparkext.bridge import RuleBridge, registration
 from sparkext.channel import channel
-from sparkext.optimizer import Batch, FixedPoint, Rule, as_rule
+from sparkext.optimizer import Batch, FixedPoint, Rule, RuleFunction, as_rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from typing_extensions import TypeIs  # (typing has it from 3.13; mypy ships this)
 
 log = logging.getLogger("sparkext")
 
@@ -95,7 +101,8 @@ def _jvm_defaults() -> dict[str, str]:
     if SparkContext._jvm is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         return _launch_defaults()
     SparkContext._ensure_initialized()  # connects to spark-submit's JVM; launches nothing
-    conf = SparkContext._jvm.org.apache.spark.SparkConf(True)
+    # (pyspark types _jvm optional: None until a context starts, as it now has)
+    conf = SparkContext._jvm.org.apache.spark.SparkConf(True)  # type: ignore[union-attr]
     return {k: conf.get(k, "") for k in _APPENDED}
 
 
@@ -147,7 +154,7 @@ def _read_properties(path: str | None) -> dict[str, str]:
     return out
 
 
-def configure(builder):
+def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Adds the shim jar and the extension class to a ``SparkSession.Builder``.
 
     Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder, by
@@ -244,7 +251,7 @@ def _jvm_started_outside() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._jvm is not None
 
 
-def _has_jar(jvm) -> bool:
+def _has_jar(jvm: Any) -> bool:
     # An unknown class resolves to a py4j JavaPackage rather than failing.
     return type(jvm.io.sparkext.Sparkext).__name__ != "JavaPackage"
 
@@ -263,13 +270,13 @@ def _check_running_jvm_has_the_jar() -> None:
             f"now, so configure() cannot help. Instead, {_SUBMIT_ADVICE}.")
 
 
-def _is_connect(spark) -> bool:
+def _is_connect(spark: object) -> TypeIs[ConnectSession]:
     # Without the module loaded, no Connect session exists (and importing it needs grpc).
     connect = sys.modules.get("pyspark.sql.connect.session")
     return connect is not None and isinstance(spark, connect.SparkSession)
 
 
-def _jsession(spark):
+def _jsession(spark: SparkSession | ConnectSession) -> Any:
     js = getattr(spark, "_jsparkSession", None)
     if js is None:
         if _is_connect(spark):
@@ -283,7 +290,7 @@ def _jsession(spark):
     return js
 
 
-def _registry(spark):
+def _registry(spark: SparkSession) -> Any:
     if not _has_jar(spark._jvm):
         if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM: only its flags help
             raise SparkextError(f"the sparkext jar is not on this session's classpath: "
@@ -291,14 +298,14 @@ def _registry(spark):
         raise SparkextError(
             "the sparkext jar is not on this session's classpath. Build the session with "
             f"sparkext.configure(SparkSession.builder), or {_SUBMIT_ADVICE}.")
-    return spark._jvm.io.sparkext.Sparkext
+    return spark._jvm.io.sparkext.Sparkext  # type: ignore[union-attr]  # (live: _has_jar read it)
 
 
 class Enabled:
     """What :func:`enable` returns: the registration, which :meth:`disable` undoes."""
 
-    def __init__(self, spark, bridge: RuleBridge, rules: tuple[Rule, ...], version: int,
-                 dropped: list[dict]):
+    def __init__(self, spark: SparkSession, bridge: RuleBridge, rules: tuple[Rule, ...],
+                 version: int, dropped: list[dict[str, str]]) -> None:
         self.spark = spark
         self.bridge = bridge
         self.version = version
@@ -314,17 +321,18 @@ class Enabled:
     def metrics(self) -> dict:
         return metrics(self.spark)
 
-    def __enter__(self):
+    def __enter__(self) -> Enabled:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.disable()
 
     def __repr__(self) -> str:
         return f"<sparkext enabled: {', '.join(r.name for r in self.rules)}>"
 
 
-def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enabled:
+def enable(spark: SparkSession, rules: Iterable[Rule | RuleFunction] | None = None, *,
+           batches: Iterable[Batch] | None = None) -> Enabled:
     """Runs Python rules in this session's optimizer.
 
     ``rules=None`` and no ``batches``: sparkext's built-in rules. A list of rules (or plain
@@ -354,7 +362,9 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     # refers to it. The calls themselves come over sparkext's own channel
     # (sparkext/channel.py), as they do to a rule worker the JVM starts (sparkext/worker.py).
     ensure_callback_server_started(spark.sparkContext._gateway)
-    java = spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version")
+    # (a live session's context has its JVM; pyspark types _jvm optional)
+    jvm = spark.sparkContext._jvm
+    java = jvm.java.lang.System.getProperty("java.specification.version")  # type: ignore[union-attr]
     reg = registration(batches, channel(java), spark.version)
     bridge, all_rules, spec = reg.bridge, reg.rules, reg.spec
     try:
@@ -371,12 +381,12 @@ def enable(spark, rules=None, *, batches: Iterable[Batch] | None = None) -> Enab
     return Enabled(spark, bridge, all_rules, answer["version"], dropped)
 
 
-def disable(spark) -> None:
+def disable(spark: SparkSession) -> None:
     """Removes every Python rule from this session."""
     _registry(spark).unregister(_jsession(spark), 0)
 
 
-def metrics(spark) -> dict:
+def metrics(spark: SparkSession | ConnectSession) -> dict[str, Any]:
     """The bridge's counters for this session: calls, skipped, accepted, rejected, errors,
     timeouts, and milliseconds spent encoding, in Python and rebuilding.
 
@@ -391,14 +401,14 @@ def metrics(spark) -> dict:
     return m
 
 
-def reset_metrics(spark) -> None:
+def reset_metrics(spark: SparkSession | ConnectSession) -> None:
     if _is_connect(spark):
         _metrics_row(spark, "sparkext_reset_metrics")
     else:
         _registry(spark).resetMetrics(_jsession(spark))
 
 
-def _metrics_row(spark, function: str) -> dict:
+def _metrics_row(spark: SparkSession | ConnectSession, function: str) -> dict[str, Any]:
     """The one row of a metrics table function, as a dict (``warnings`` as a list)."""
     from pyspark.errors import AnalysisException
 
