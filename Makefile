@@ -1,6 +1,7 @@
 # sparkext — build, test and demo. Every target installs what it needs.
 #   make demo      run examples/quickstart.py (a local Spark job, plans before/after)
-#   make test      the test suite CI runs (fast; slow suites are in test-all)
+#   make test      mypy (config: pyproject.toml), then the test suite CI runs (fast; slow
+#                  suites are in test-all)
 #   make test-all  every suite, slow ones included
 #   make test-compat  the compatibility suite on every Spark line (tools/compat.py)
 #   make jar       the Scala shim for the venv's pyspark line, compiled offline with the
@@ -47,7 +48,9 @@ jar-sbt: $(STAMP)
 demo: jar
 	$(PY) examples/quickstart.py
 
+# mypy first: a type error fails the target before the suite's minutes are spent.
 test: jar
+	$(PY) -m mypy
 	$(PY) -m pytest -q tests --ignore=tests/compat && $(PY) -m pytest -q --doctest-modules sparkext
 
 test-all: jar

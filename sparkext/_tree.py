@@ -22,19 +22,29 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sparkext import versions
-from sparkext.kinds import Item, Kind
+from sparkext.kinds import Item, Kind, Shape
+
+if TYPE_CHECKING:
+    # typing has it from Python 3.11 only; it is for type checkers alone (mypy ships
+    # typing_extensions), so nothing imports it at run time.
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**kw):
+        return lambda f: f
 
 T = TypeVar("T", bound="TreeNode")
+#: the instances of a mirror class, as ``@mirror`` gets and returns it
+_N = TypeVar("_N", bound="TreeNode")
 
 #: wire name (Catalyst's simple class name) -> mirror class
-MIRRORED: dict[str, type] = {}
+MIRRORED: dict[str, type[TreeNode]] = {}
 
 
-def arg(kind: Kind | str, default=dataclasses.MISSING, *, since: str | None = None,
-        kind_before: tuple[str, Kind | str] | None = None, **kw):
+def arg(kind: Kind | str, default: Any = dataclasses.MISSING, *, since: str | None = None,
+        kind_before: tuple[str, Kind | str] | None = None, **kw: Any) -> Any:
     """A dataclass field that is a Catalyst constructor argument of the given kind (a
     :class:`~sparkext.kinds.Kind` or its wire code; ``@mirror`` checks it).
 
@@ -59,7 +69,7 @@ def spark_line(spark_version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _kind(cls, name: str, code) -> Kind:
+def _kind(cls: type, name: str, code: Kind | str) -> Kind:
     try:
         return Kind(code)
     except ValueError:
@@ -88,10 +98,12 @@ class _LineArg:
         return kind
 
 
-def _declared_kinds(cls) -> tuple[tuple[tuple[str, Kind], ...], tuple[_LineArg, ...]]:
+def _declared_kinds(cls: type) -> tuple[tuple[tuple[str, Kind], ...], tuple[_LineArg, ...]]:
     """``(field, Kind)`` of the class's arguments (as the newest Spark line takes them), and
     how those that differ between lines do; an unknown kind fails the declaration."""
-    out, lines, absent_before = [], [], False
+    out: list[tuple[str, Kind]] = []
+    lines: list[_LineArg] = []
+    absent_before = False
     for f in dataclasses.fields(cls):
         if "kind" not in f.metadata:
             continue
@@ -117,26 +129,31 @@ def _declared_kinds(cls) -> tuple[tuple[tuple[str, Kind], ...], tuple[_LineArg, 
 _active_line: tuple[int, int] | None = None
 #: Caches derived from ``_wire_args`` (the codec's readers and writers), emptied when the
 #: line changes: :func:`wire_cache`.
-_WIRE_CACHES: list[dict] = []
+_WIRE_CACHES: list[dict[Any, Any]] = []
 
 
-def wire_cache() -> dict:
+def wire_cache() -> dict[Any, Any]:
     """A dict for values derived from classes' ``_wire_args``, emptied when they change."""
-    cache: dict = {}
+    cache: dict[Any, Any] = {}
     _WIRE_CACHES.append(cache)
     return cache
 
 
-def line_args(cls, line: tuple[int, int] | None):
+def line_args(cls: type[TreeNode], line: tuple[int, int] | None
+              ) -> tuple[tuple[tuple[str, Kind], ...], tuple[tuple[str, object], ...]]:
     """``(wire args, absent)`` of a mirror class on a Spark line: the ``(field, Kind)`` the
     line's constructor takes, in order, and the ``(field, default)`` it does not take."""
     if not cls._line_args:
         return cls._args, ()
     differ = {a.name: a for a in cls._line_args}
-    wire, absent = [], []
+    wire: list[tuple[str, Kind]] = []
+    absent: list[tuple[str, object]] = []
     for name, kind in cls._args:
         a = differ.get(name)
-        k = kind if a is None else a.kind_on(kind, line)
+        if a is None:
+            wire.append((name, kind))
+            continue
+        k = a.kind_on(kind, line)
         if k is None:
             absent.append((name, a.default))
         else:
@@ -144,14 +161,16 @@ def line_args(cls, line: tuple[int, int] | None):
     return tuple(wire), tuple(absent)
 
 
-def _speak(cls, line) -> None:
+def _speak(cls: type[TreeNode], line: tuple[int, int] | None) -> None:
     wire, absent = line_args(cls, line)
     cls._wire_args = wire
     cls._wire_names = tuple(n for n, _ in wire)
     cls._absent = absent
 
 
-def mirror(spark_class: str, *, pattern: str | None = None, special: bool = False):
+@dataclass_transform(frozen_default=True, field_specifiers=(arg, field))
+def mirror(spark_class: str, *, pattern: str | None = None, special: bool = False
+           ) -> Callable[[type[_N]], type[_N]]:
     """Declares a frozen dataclass as the mirror of the Catalyst class ``spark_class``.
 
     ``pattern`` is the Catalyst ``TreePattern`` bit the class sets, which lets the JVM skip
@@ -159,7 +178,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
     is written by hand on both sides (attributes, literals, aliases, InSet).
     """
 
-    def wrap(cls):
+    def wrap(cls: type[_N]) -> type[_N]:
         cls = dataclasses.dataclass(frozen=True, slots=True, repr=False)(cls)
         args, line_args_ = _declared_kinds(cls)
         cls._spark_class = spark_class
@@ -180,15 +199,15 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
     return wrap
 
 
-def _cache_hash(cls) -> None:
+def _cache_hash(cls: type[TreeNode]) -> None:
     # Frozen dataclasses hash every field recursively; trees are hashed often (sets of
     # expressions, memo keys), so the hash is kept with the node.
     compute = cls.__hash__
 
-    def __hash__(self):
+    def __hash__(self: TreeNode) -> int:
         return self._cached("#hash", lambda: compute(self))
 
-    cls.__hash__ = __hash__
+    cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +223,8 @@ _fill_lock = threading.RLock()
 _LAZY: dict[type, type] = {}
 
 
-def lazy_node(cls: type, fill: Callable[[type, object], Iterable], raw):
+def lazy_node(cls: type[_N], fill: Callable[[type[_N], Any], Iterable[tuple[str, object]]],
+              raw: Any) -> _N:
     """A ``cls`` whose fields are decoded when first read: ``fill(cls, raw)`` yields
     ``(field name, value)`` for every field.
 
@@ -215,15 +235,15 @@ def lazy_node(cls: type, fill: Callable[[type, object], Iterable], raw):
     mirror classes themselves would make every read of every node about twice as slow).
     The codec uses it so that a rule pays only for the parts of a plan it looks at.
     """
-    obj = object.__new__(_LAZY.get(cls) or _lazy_class(cls))
+    obj: _N = object.__new__(_LAZY.get(cls) or _lazy_class(cls))
     object.__setattr__(obj, "_cache", {_PENDING: (fill, raw)})
     return obj
 
 
-def _lazy_class(cls: type) -> type:
+def _lazy_class(cls: type[TreeNode]) -> type:
     post_init = getattr(cls, "__post_init__", None)
 
-    def materialize(self) -> None:
+    def materialize(self: TreeNode) -> None:
         with _fill_lock:  # a node read by two threads at once is filled once
             if type(self) is cls:
                 return
@@ -237,25 +257,27 @@ def _lazy_class(cls: type) -> type:
             del self._cache[_PENDING]
             object.__setattr__(self, "__class__", cls)
 
-    def __getattr__(self, name):  # reached only for unset slots: the fields
+    def __getattr__(self: TreeNode, name: str) -> Any:  # reached only for unset slots: the fields
         materialize(self)
         return getattr(self, name)
 
     # Dunder methods are looked up on the class, past __getattr__: those that would see
     # the twin rather than the fields fill the node first.
-    def __eq__(self, other):  # a dataclass __eq__ wants other.__class__ is self.__class__
+    # (a dataclass __eq__ wants other.__class__ is self.__class__)
+    def __eq__(self: TreeNode, other: object) -> bool:
         materialize(self)
         return self == other
 
-    def __hash__(self):
+    def __hash__(self: TreeNode) -> int:
         materialize(self)
         return hash(self)
 
-    def __reduce_ex__(self, protocol):  # copy, deepcopy, pickle
+    def __reduce_ex__(self: TreeNode, protocol: int) -> Any:  # copy, deepcopy, pickle
         materialize(self)
         return self.__reduce_ex__(protocol)
 
-    def __new__(klass, *args, **kwargs):  # dataclasses.replace(node, **every_field)
+    # (dataclasses.replace(node, **every_field))
+    def __new__(klass: type, *args: Any, **kwargs: Any) -> TreeNode:
         return cls(*args, **kwargs)
 
     twin = type(cls.__name__, (cls,), {
@@ -289,7 +311,7 @@ def mirror_spec(spark_version: str | None = None) -> list[dict]:
 
 
 #: Every TreeNode class, in the order their pattern bits were given.
-_CLASSES: list[type] = []
+_CLASSES: list[type[TreeNode]] = []
 #: tuple of classes -> the bits of those classes and their subclasses
 _MASKS: dict[tuple[type, ...], int] = {}
 
@@ -331,7 +353,31 @@ class TreeNode:
         _CLASSES.append(cls)
         _MASKS.clear()
 
-    def _cached(self, key: str, compute: Callable):
+    _cache: dict[str, Any]
+    # Set on each mirror class by @mirror (and _speak, per Spark line):
+    #: Catalyst's class name, and its simple name (the wire name)
+    _spark_class: ClassVar[str]
+    _wire: ClassVar[str]
+    #: (field, Kind) of the arguments, as the newest line takes them, and their names
+    _args: ClassVar[tuple[tuple[str, Kind], ...]]
+    _arg_names: ClassVar[tuple[str, ...]]
+    #: how the arguments that differ between Spark lines do
+    _line_args: ClassVar[tuple[_LineArg, ...]]
+    #: (field, Kind) the active line's constructor takes, their names, and the
+    #: (field, default) of those it does not take
+    _wire_args: ClassVar[tuple[tuple[str, Kind], ...]]
+    _wire_names: ClassVar[tuple[str, ...]]
+    _absent: ClassVar[tuple[tuple[str, object], ...]]
+    _special: ClassVar[bool]
+    _pattern: ClassVar[str | None]
+    #: (field, Shape) of the fields holding expressions
+    _expr_fields: ClassVar[tuple[tuple[str, Shape], ...]]
+    if TYPE_CHECKING:
+        # Every concrete node is a dataclass (@mirror makes it one): dataclasses.replace
+        # takes it.
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def _cached(self, key: str, compute: Callable[[], Any]) -> Any:
         # One try on the hit path: rules read cached facts hundreds of thousands of times
         # per call on large plans.
         try:
@@ -348,28 +394,28 @@ class TreeNode:
 
     #: what the arguments holding this tree's children hold (plans here; expressions
     #: for expressions)
-    _child_item = Item.PLAN
+    _child_item: ClassVar[Item] = Item.PLAN
     #: (field, Shape) of the fields holding children, set by @mirror
-    _kids = ()
+    _kids: ClassVar[tuple[tuple[str, Shape], ...]] = ()
 
     @property
-    def children(self) -> tuple:
+    def children(self) -> tuple[Any, ...]:
         return self._cached("children", lambda: tuple(
             c for name, shape in self._kids for c in shape.flatten(getattr(self, name))))
 
-    def with_new_children(self: T, children) -> T:
+    def with_new_children(self: T, children: Iterable[Any]) -> T:
         """This node with ``children`` in place of its own (same count, same order)."""
-        children = tuple(children)
+        new = tuple(children)
         old = self.children
-        if len(children) != len(old):
-            raise ValueError(f"{type(self).__name__} has {len(old)} children, got {len(children)}")
-        if all(a is b for a, b in zip(children, old)):
+        if len(new) != len(old):
+            raise ValueError(f"{type(self).__name__} has {len(old)} children, got {len(new)}")
+        if all(a is b for a, b in zip(new, old)):
             return self
-        it = iter(children)
+        it = iter(new)
         return self.copy(**{name: shape.unflatten(getattr(self, name), it)
                             for name, shape in self._kids})
 
-    def copy(self: T, **changes) -> T:
+    def copy(self: T, **changes: Any) -> T:
         """A new node with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
@@ -391,7 +437,10 @@ class TreeNode:
                 bits = type(node)._bit
                 for c in node.children:
                     bits |= c._cache["#bits"]
-                node._cached("#bits", lambda b=bits: b)
+                def known(b: int = bits) -> int:
+                    return b
+
+                node._cached("#bits", known)
                 continue
             stack.append((node, True))
             stack.extend((c, False) for c in node.children
@@ -404,7 +453,7 @@ class TreeNode:
 
     # -- traversal --------------------------------------------------------------------------
 
-    def transform_up(self: T, fn: Callable, *, only_into: tuple[type, ...] = ()) -> T:
+    def transform_up(self: T, fn: Callable[[Any], Any], *, only_into: tuple[type, ...] = ()) -> T:
         """Applies ``fn`` to every node, children first. Unchanged subtrees are kept as they are.
 
         ``only_into``: ``fn`` changes only nodes of these classes; subtrees holding none
@@ -420,7 +469,7 @@ class TreeNode:
             node = self
         return fn(node)
 
-    def transform_down(self: T, fn: Callable, *, only_into: tuple[type, ...] = ()) -> T:
+    def transform_down(self: T, fn: Callable[[Any], Any], *, only_into: tuple[type, ...] = ()) -> T:
         """Applies ``fn`` to every node, parents first; ``fn``'s result is then descended into.
         ``only_into``: as for :meth:`transform_up`."""
         if only_into and not self.contains_any(only_into):
@@ -432,19 +481,19 @@ class TreeNode:
         return node.with_new_children(tuple(c.transform_down(fn, only_into=only_into)
                                             for c in old))
 
-    def walk(self) -> Iterator:
+    def walk(self) -> Iterator[Any]:
         """Every node of the tree, parents before children."""
-        stack = [self]
+        stack: list[TreeNode] = [self]
         while stack:
             n = stack.pop()
             yield n
             stack.extend(reversed(n.children))
 
-    def find(self, pred: Callable):
+    def find(self, pred: Callable[[Any], object]) -> Any:
         return next((n for n in self.walk() if pred(n)), None)
 
-    def exists(self, pred: Callable) -> bool:
+    def exists(self, pred: Callable[[Any], object]) -> bool:
         return self.find(pred) is not None
 
-    def collect(self, pred: Callable) -> list:
+    def collect(self, pred: Callable[[Any], object]) -> list[Any]:
         return [n for n in self.walk() if pred(n)]

@@ -75,7 +75,7 @@ class RuleBridge:
         self.executors = executors
         #: a rule's figures travel under its index in the registration's rule list
         self.rule_index = {r.name: i for i, r in enumerate(all_rules(executors))}
-        self._calls: dict[int, _Call] = {}
+        self._calls: dict[int | None, _Call] = {}
         self._lock = threading.Lock()
 
     def cancel(self, payload: str) -> str:
@@ -127,7 +127,7 @@ class RuleBridge:
             decoded = Decoded.from_json(payload)
         except Exception as e:  # noqa: BLE001 - a bad request is answered, never raised
             return failed("decode", None, f"could not decode the plan: {e}", e)
-        executor = self.executors.get(decoded.position)
+        executor = self.executors.get(decoded.position or "")  # (none without a position)
         if executor is None:
             return UNCHANGED_ANSWER
         call_id = decoded.call_id

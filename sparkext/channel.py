@@ -107,7 +107,7 @@ class _FailureLog:
         self.seconds = seconds
         self._lock = threading.Lock()
         self._since = 0
-        self._last = None
+        self._last: float | None = None
 
     def note(self, reason: str) -> None:
         with self._lock:

@@ -35,6 +35,8 @@ through a global aggregate, which gives one).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sparkext import catalyst_names as names
 from sparkext.expressions import (
     FALSE,
@@ -116,7 +118,7 @@ def is_not_null_inferences(exprs, output=None) -> list[Expression]:
     non-nullable columns of ``output``. What they read is a column, or a field of a struct
     column: ``s.f = 1`` gives ``isnotnull(s.f)`` and says nothing of ``s`` (a struct holding
     a NULL field), as Catalyst's ``scanNullIntolerantAttribute``."""
-    out = []
+    out: list[Expression] = []
     for e in exprs:
         # isnotnull(a + b) is itself a null-intolerant predicate over a + b: so a and b.
         out.extend(IsNotNull(x) for x in _null_intolerant_inputs(
@@ -376,7 +378,7 @@ def _grouped(child, keys, ids=frozenset()) -> list[Expression]:
     return [c for c in child if blind_to_normalisation(c, ids)]
 
 
-def _aliased(child: Constraints, named) -> list[Expression]:
+def _aliased(child: Iterable[Expression], named) -> list[Expression]:
     out = list(child)
     for ne in named:
         if not isinstance(ne, Alias):

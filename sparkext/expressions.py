@@ -15,13 +15,14 @@ from __future__ import annotations
 import decimal
 import itertools
 import operator
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sparkext import timezones
 from sparkext import types as T
 from sparkext._tree import TreeNode, arg, mirror
-from sparkext.kinds import Item
+from sparkext.kinds import Item, Kind
 from sparkext.types import DataType
 
 _C = "org.apache.spark.sql.catalyst.expressions."
@@ -113,12 +114,12 @@ class Expression(TreeNode):
     _null_intolerant: bool | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     _child_item = Item.EXPR
-    _args = ()
+    _args: ClassVar[tuple[tuple[str, Kind], ...]] = ()
     #: Whether a NULL input always gives a NULL result (Catalyst's ``nullIntolerant``), for
     #: classes built in Python; decoded expressions carry what Catalyst said.
     null_intolerant_class = False
     #: The result type when it does not depend on the inputs (predicates).
-    _fixed_type = None
+    _fixed_type: ClassVar[DataType | None] = None
 
     @property
     def data_type(self) -> DataType:
@@ -188,7 +189,7 @@ class Expression(TreeNode):
         return self._cached("references", lambda: frozenset().union(
             *(c.references for c in self.children)))
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         """A hashable key equal for expressions that compute the same thing: attributes are
         identified by id only (not name, qualifier or nullability), as Catalyst's
         ``semanticEquals`` does."""
@@ -206,11 +207,11 @@ class Expression(TreeNode):
         return f"{_display_name(self)}({args})"
 
 
-def _display_name(e) -> str:
+def _display_name(e: Expression) -> str:
     return type(e).__name__.lower()
 
 
-def _show(v) -> str:
+def _show(v: object) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(_show(x) for x in v) + "]"
     if v is None:
@@ -218,7 +219,7 @@ def _show(v) -> str:
     return repr(v) if not isinstance(v, str) else v
 
 
-def _semantic(v):
+def _semantic(v: object) -> Hashable:
     if isinstance(v, Expression):
         return v.semantic_key()
     if isinstance(v, tuple):
@@ -241,7 +242,7 @@ def _ordered_type(e: Expression) -> bool:
     return t is not None and (t.is_integral or t.is_decimal or t.is_datetime)
 
 
-def _literal_value(e: Expression):
+def _literal_value(e: Expression) -> Any:
     """The value of a non-NULL literal, else None."""
     return e.value if isinstance(e, Literal) and e.value is not None else None
 
@@ -283,15 +284,15 @@ class AttributeReference(Expression):
     def references(self) -> frozenset:
         return frozenset((self.expr_id,))
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         return ("attr", self.expr_id)
 
     def with_nullability(self, nullable: bool) -> AttributeReference:
         return self if nullable == self.nullable_ else self.copy(nullable_=nullable)
 
-    def with_qualifier(self, qualifier) -> AttributeReference:
-        qualifier = tuple(qualifier)
-        return self if qualifier == self.qualifier else self.copy(qualifier=qualifier)
+    def with_qualifier(self, qualifier: Iterable[str]) -> AttributeReference:
+        q = tuple(qualifier)
+        return self if q == self.qualifier else self.copy(qualifier=q)
 
     def to_attribute(self) -> AttributeReference:
         return self
@@ -332,7 +333,7 @@ class Literal(Expression):
     def references(self) -> frozenset:
         return frozenset()
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         return ("lit", _hashable(self.value), self.data_type_)
 
     def sql(self) -> str:
@@ -343,7 +344,7 @@ class Literal(Expression):
         return str(self.value)
 
 
-def _hashable(v):
+def _hashable(v: object) -> Hashable:
     if isinstance(v, list):
         return tuple(_hashable(x) for x in v)
     if isinstance(v, dict):
@@ -351,7 +352,7 @@ def _hashable(v):
     return v
 
 
-def lit(value, data_type: DataType | None = None) -> Literal:
+def lit(value: Any, data_type: DataType | None = None) -> Literal:
     """A :class:`Literal` from a Python value; the type is inferred when not given."""
     import datetime
     import decimal as dec
@@ -372,6 +373,8 @@ def lit(value, data_type: DataType | None = None) -> Literal:
         return Literal(value, T.BINARY)
     if isinstance(value, dec.Decimal):
         sign, digits, exp = value.as_tuple()
+        if not isinstance(exp, int):  # NaN, Infinity: no SQL decimal holds them
+            raise TypeError(f"lit(): no Spark SQL value for {value!r}")
         scale = max(0, -exp)
         return Literal(value, T.decimal(max(len(digits), scale, 1), scale))
     if isinstance(value, datetime.datetime):
@@ -412,16 +415,18 @@ class Alias(Expression):
         return self.child.nullable if self._nullable is None else self._nullable
 
     def to_attribute(self) -> AttributeReference:
-        def build():
+        def build() -> AttributeReference:
             try:
                 dt = self.data_type
             except TypeError:
-                dt = self._type
+                # A new alias of an expression whose type Python cannot tell: the
+                # attribute has no type either (None), as the alias had none.
+                dt = self._type  # type: ignore[assignment]
             return AttributeReference(self.name, dt, self.nullable, None, self.expr_id,
                                       self.qualifier)
         return self._cached("attr", build)
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         return ("alias", self.child.semantic_key(), self.name, self.expr_id)
 
     def sql(self) -> str:
@@ -498,12 +503,12 @@ class BinaryComparison(BinaryOperator, Predicate):
     # The class of the same comparison with its operands swapped (``a < b`` is ``b > a``).
     swapped: ClassVar[str]
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         """Equal for both spellings of a comparison (``a = b`` and ``b = a``, ``a < b`` and
         ``b > a``), as Catalyst's canonicalization makes them: a set of predicates keyed by
         meaning must not hold one fact twice (restating ``a = b`` over ``b = a`` would give
         the useless ``a = a``)."""
-        def key():
+        def key() -> Hashable:
             left, right = self.left.semantic_key(), self.right.semantic_key()
             return min((type(self).__name__, left, right), (self.swapped, right, left),
                        key=repr)
@@ -599,9 +604,9 @@ class InSet(Predicate):
     """``child IN (constants)``; ``hset`` holds the values as :class:`Literal` values do."""
 
     child: Expression = arg("e")
-    hset: tuple = arg("vals")
+    hset: tuple[Any, ...] = arg("vals")
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         return ("inset", self.child.semantic_key(), frozenset(_hashable(v) for v in self.hset))
 
     def sql(self) -> str:
@@ -645,7 +650,8 @@ class BinaryArithmetic(BinaryOperator):
             return lt
         return super()._derive_type()
 
-    def _operand_and_constant(self, accept=lambda c: True):
+    def _operand_and_constant(self, accept: Callable[[Any], bool] = lambda c: True
+                              ) -> tuple[Expression, Any, bool] | None:
         """``(x, c, c_is_left)`` when one operand is a non-NULL literal ``c`` that
         ``accept`` takes and the other an ordered value ``x`` (the right operand is tried
         as the constant first), and only under ANSI: with it off, overflow wraps around
@@ -659,7 +665,7 @@ class BinaryArithmetic(BinaryOperator):
                 return x, value, c_is_left
         return None
 
-    def _exact(self, x: Expression, scale_of_exact) -> bool:
+    def _exact(self, x: Expression, scale_of_exact: Callable[[int, int], int]) -> bool:
         """Whether the result keeps every digit of the exact result, so that distinct ``x``
         give distinct results. Decimal arithmetic does not always: when the exact result
         would need more than 38 digits, Spark lowers its scale and rounds
@@ -671,11 +677,11 @@ class BinaryArithmetic(BinaryOperator):
         if result is None or not result.is_decimal:
             return True  # integral and datetime arithmetic is exact (ANSI: it raises)
         other = self.right if self.left is x else self.left
-        ps = [t.precision_scale for t in (type_or_none(x), type_or_none(other), result)]
-        if any(p is None for p in ps):
+        xp, cp, rp = (None if t is None else t.precision_scale
+                      for t in (type_or_none(x), type_or_none(other), result))
+        if xp is None or cp is None or rp is None:
             return False
-        (_, xs), (_, cs), (_, rs) = ps
-        return rs >= scale_of_exact(xs, cs)
+        return rp[1] >= scale_of_exact(xp[1], cp[1])
 
 
 @mirror(_C + "Add", pattern="BINARY_ARITHMETIC")
@@ -714,7 +720,7 @@ class Multiply(BinaryArithmetic):
                                       strict=self._exact(found[0], operator.add))
 
 
-def _nonzero_number(v) -> bool:
+def _nonzero_number(v: object) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) and v != 0
 
 
@@ -817,12 +823,12 @@ class Cast(Expression):
         s, d = src.name, dst.name
         if s in _WIDTH and d in _WIDTH and _WIDTH[d] >= _WIDTH[s]:
             return OrderingFact(x, increasing=True, strict=True)
-        if s in _DIGITS and dst.is_decimal:
-            p, sc = dst.precision_scale
+        if s in _DIGITS and (dps := dst.precision_scale) is not None:
+            p, sc = dps
             if p - sc >= _DIGITS[s]:
                 return OrderingFact(x, increasing=True, strict=True)
-        if src.is_decimal and dst.is_decimal:
-            (p1, s1), (p2, s2) = src.precision_scale, dst.precision_scale
+        if (sps := src.precision_scale) is not None and (dps := dst.precision_scale) is not None:
+            (p1, s1), (p2, s2) = sps, dps
             if s2 >= s1 and p2 - s2 >= p1 - s1:
                 return OrderingFact(x, increasing=True, strict=True)
         if s == "date" and d == "timestamp_ntz":
@@ -1088,7 +1094,7 @@ class SortOrder(Expression):
     null_ordering: str = arg("no", default=None)
     same_order_expressions: tuple[Expression, ...] = arg("es", default=())
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.direction not in (ASC, DESC):
             raise ValueError(f"SortOrder direction must be ASC or DESC, not {self.direction!r}")
         if self.null_ordering is None:
@@ -1135,12 +1141,12 @@ class OpaqueExpression(Expression):
     deterministic_: bool = arg("-", default=True)
     foldable_: bool = arg("-", default=False)
     #: The references when they are not the children's (subqueries, outer references).
-    references_: frozenset | None = arg("-", default=None)
+    references_: frozenset[ExprId] | None = arg("-", default=None)
     #: For subquery expressions, the output of the subquery's plan.
     subquery_output: tuple[AttributeReference, ...] | None = arg("-", default=None)
     #: Set by a rule to narrow a subquery's plan to these output ids (EXISTS needs only
     #: the columns its correlation reads).
-    keep: frozenset | None = arg("-", default=None)
+    keep: frozenset[int] | None = arg("-", default=None)
     #: What the expression is apart from its children, as a number the JVM gave every
     #: semantically equal shell in one plan (None: unknown, compared by handle).
     shell: int | None = arg("-", default=None)
@@ -1161,13 +1167,14 @@ class OpaqueExpression(Expression):
     def references(self) -> frozenset:
         if self.references_ is not None:
             return self.references_
-        return Expression.references.fget(self)
+        # (mypy types a property read on its class as the getter, not the property)
+        return Expression.references.fget(self)  # type: ignore[attr-defined]
 
     @property
-    def attribute(self):
+    def attribute(self) -> AttributeReference | None:
         return None
 
-    def semantic_key(self):
+    def semantic_key(self) -> Hashable:
         what = ("shell", self.shell) if self.shell is not None else ("handle", self.handle)
         return ("opaque", self.cls, what, self.keep,
                 tuple(c.semantic_key() for c in self.children_))

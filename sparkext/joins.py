@@ -30,7 +30,7 @@ an ON conjunct may filter it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from sparkext.expressions import AttributeReference, Value
 
@@ -77,8 +77,12 @@ class JoinType:
     """Base of the join types: ``wire`` (Catalyst's name) and ``facts``."""
 
     __slots__ = ()
-    wire: str
-    facts: JoinFacts
+    if TYPE_CHECKING:
+        # Read-only: a field of some join types, a class constant or property of others.
+        @property
+        def wire(self) -> str: ...
+        @property
+        def facts(self) -> JoinFacts: ...
 
     @staticmethod
     def from_wire(name: str) -> JoinType:

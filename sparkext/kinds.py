@@ -31,10 +31,12 @@ decoder and the encoder can read and write it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-#: ``(codec, wire value) -> mirror value`` or ``(codec, mirror value) -> wire value``
-ItemCodec = Callable[[object, object], object]
+#: ``(codec, wire value) -> mirror value`` or ``(codec, mirror value) -> wire value`` (wire
+#: values are JSON: their type is the kind's, known only at run time)
+ItemCodec = Callable[[Any, Any], Any]
 
 
 class Item(enum.Enum):
@@ -50,12 +52,12 @@ class Item(enum.Enum):
     SPECIAL = "written by hand"
 
 
-def plain(codec, v):
+def plain(codec: object, v: object) -> object:
     """The item function of :attr:`Item.PLAIN`: the JSON value is the mirror value."""
     return v
 
 
-def special(codec, v):
+def special(codec: object, v: object) -> object:
     """The item function of :attr:`Item.SPECIAL` for a generic codec: there is none."""
     raise TypeError("an argument written by hand (attribute, literal, alias, InSet parts) "
                     "reached the generic codec")
@@ -70,7 +72,7 @@ class Shape(enum.Enum):
     SEQS = "sequence of sequences"
     PAIRS = "sequence of pairs"
 
-    def flatten(self, value) -> Iterator:
+    def flatten(self, value: Any) -> Iterator[Any]:
         """The items of ``value``, in order."""
         if self is Shape.ONE:
             yield value
@@ -87,7 +89,7 @@ class Shape(enum.Enum):
                 yield a
                 yield b
 
-    def unflatten(self, value, it: Iterator):
+    def unflatten(self, value: Any, it: Iterator[Any]) -> Any:
         """``value`` with its items taken in order from ``it`` (same count as it holds)."""
         if self is Shape.ONE:
             return next(it)
@@ -99,7 +101,7 @@ class Shape(enum.Enum):
             return tuple(tuple(next(it) for _ in s) for s in value)
         return tuple((next(it), next(it)) for _ in value)
 
-    def lift(self, one: ItemCodec, seq: type) -> ItemCodec:
+    def lift(self, one: ItemCodec, seq: Callable[[Iterable[Any]], Any]) -> ItemCodec:
         """``one`` (for a single item) mapped over a value of this shape; sequences come
         out as ``seq`` (tuples for the mirror, lists for JSON)."""
         if self is Shape.ONE:
@@ -118,13 +120,23 @@ class Shape(enum.Enum):
 class Kind(enum.Enum):
     """One argument kind: ``Kind("es")`` finds it by wire code."""
 
-    def __new__(cls, code: str, shape: Shape, item: Item, shown: bool):
-        obj = object.__new__(cls)
-        obj._value_ = code
-        obj.shape = shape
-        obj.item = item
-        obj.shown = shown
-        return obj
+    _value_: str
+    shape: Shape
+    item: Item
+    shown: bool
+
+    if TYPE_CHECKING:
+        # Once the class exists, ``Kind(code)`` is Enum's lookup by value, not this
+        # constructor (which only builds the members from their tuples below).
+        def __new__(cls, code: str | Kind) -> Kind: ...
+    else:
+        def __new__(cls, code: str, shape: Shape, item: Item, shown: bool):
+            obj = object.__new__(cls)
+            obj._value_ = code
+            obj.shape = shape
+            obj.item = item
+            obj.shown = shown
+            return obj
 
     @property
     def code(self) -> str:

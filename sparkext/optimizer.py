@@ -32,6 +32,7 @@ import contextvars
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import overload
 
 from sparkext.plan import LogicalPlan
 
@@ -58,7 +59,7 @@ class Rule:
     #: would only cost time. Empty: the rule does what Catalyst lacks and always runs.
     only_when_catalyst_excludes: tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.position not in POSITIONS:
             raise ValueError(f"rule {self.name!r}: position must be one of {POSITIONS}, "
                              f"not {self.position!r}")
@@ -80,20 +81,31 @@ class Rule:
         pats = tuple(getattr(c, "_pattern", None) for c in self.matches)
         if not pats or any(p is None for p in pats):
             return ()
-        return tuple(dict.fromkeys(pats))
+        return tuple(dict.fromkeys(p for p in pats if p is not None))  # (none is, here)
 
 
-def rule(fn=None, *, name: str | None = None, matches: Iterable[type] = (),
-         position: str = ONCE_PER_QUERY):
+#: what a rule wraps: a pure function ``plan -> plan``
+RuleFunction = Callable[[LogicalPlan], LogicalPlan]
+
+
+@overload
+def rule(fn: RuleFunction, *, name: str | None = None, matches: Iterable[type] = (),
+         position: str = ONCE_PER_QUERY) -> Rule: ...
+@overload
+def rule(fn: None = None, *, name: str | None = None, matches: Iterable[type] = (),
+         position: str = ONCE_PER_QUERY) -> Callable[[RuleFunction], Rule]: ...
+def rule(fn: RuleFunction | None = None, *, name: str | None = None,
+         matches: Iterable[type] = (), position: str = ONCE_PER_QUERY
+         ) -> Rule | Callable[[RuleFunction], Rule]:
     """Decorator: turns ``plan -> plan`` into a :class:`Rule` named after the function."""
 
-    def wrap(f):
+    def wrap(f: RuleFunction) -> Rule:
         return Rule(name or f.__name__, f, tuple(matches), position)
 
     return wrap(fn) if fn is not None else wrap
 
 
-def as_rule(r) -> Rule:
+def as_rule(r: object) -> Rule:
     if isinstance(r, Rule):
         return r
     if callable(r):
@@ -117,7 +129,7 @@ class Batch:
     strategy: Once | FixedPoint
     rules: tuple[Rule, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "rules", tuple(as_rule(r) for r in self.rules))
 
 

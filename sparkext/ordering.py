@@ -486,8 +486,8 @@ def _range_partitioned_for(child: LogicalPlan, order) -> bool:
         node = node.children[0]
     if not isinstance(node, RepartitionByExpression):
         return False
-    keys = node.partition_expressions
-    if not keys or not all(isinstance(k, SortOrder) for k in keys):
+    keys = [k for k in node.partition_expressions if isinstance(k, SortOrder)]
+    if not keys or len(keys) < len(node.partition_expressions):  # (all of them sort orders)
         return False
     p = properties(child)
     return all(a.direction == b.direction and a.null_ordering == b.null_ordering

@@ -21,9 +21,9 @@ children can be rewritten, but rules must not move anything through it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from sparkext._tree import TreeNode, arg, mirror
 from sparkext.expressions import (
@@ -39,14 +39,15 @@ from sparkext.joins import ExistenceJoin, JoinType, join_type  # noqa: F401
 from sparkext.kinds import Item, Kind, Shape
 
 _L = "org.apache.spark.sql.catalyst.plans.logical."
+_P = TypeVar("_P", bound="LogicalPlan")
 
 
 class LogicalPlan(TreeNode):
     """Base of all plan nodes."""
 
     __slots__ = ()
-    _expr_fields = ()
-    _args = ()
+    _expr_fields: ClassVar[tuple[tuple[str, Shape], ...]] = ()
+    _args: ClassVar[tuple[tuple[str, Kind], ...]] = ()
 
     # -- facts the analyses read (declared on each class; all False here) ------------------
     # They differ because the analyses ask different questions of the same nodes; each
@@ -105,7 +106,7 @@ class LogicalPlan(TreeNode):
         """Whether every expression of this node is deterministic."""
         return self._cached("deterministic", lambda: all(e.deterministic for e in self.expressions))
 
-    def map_expressions(self, fn: Callable[[Expression], Expression]):
+    def map_expressions(self: _P, fn: Callable[[Expression], Expression]) -> _P:
         """This node with ``fn`` applied to each top-level expression; itself if none changed."""
         old = self.expressions
         new = tuple(fn(e) for e in old)
@@ -115,10 +116,10 @@ class LogicalPlan(TreeNode):
         return self.copy(**{name: shape.unflatten(getattr(self, name), it)
                             for name, shape in self._expr_fields})
 
-    def transform_expressions_up(self, fn: Callable[[Expression], Expression]):
+    def transform_expressions_up(self: _P, fn: Callable[[Expression], Expression]) -> _P:
         return self.map_expressions(lambda e: e.transform_up(fn))
 
-    def transform_expressions_down(self, fn: Callable[[Expression], Expression]):
+    def transform_expressions_down(self: _P, fn: Callable[[Expression], Expression]) -> _P:
         return self.map_expressions(lambda e: e.transform_down(fn))
 
     # -- text ------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ class LogicalPlan(TreeNode):
         """The plan as indented text, like Catalyst's ``treeString``."""
         lines: list[str] = []
 
-        def go(node, prefix: str, last: bool, top: bool):
+        def go(node: LogicalPlan, prefix: str, last: bool, top: bool) -> None:
             branch = "" if top else prefix + ("+- " if last else ":- ")
             lines.append(branch + node.simple_string())
             kids = node.children
@@ -149,12 +150,12 @@ class LogicalPlan(TreeNode):
         return self.tree_string()
 
 
-def _is_default(node, name: str) -> bool:
+def _is_default(node: LogicalPlan, name: str) -> bool:
     f = node.__dataclass_fields__[name]
     return f.default is not dataclasses.MISSING and getattr(node, name) == f.default
 
 
-def _show_arg(v, kind: Kind) -> str:
+def _show_arg(v: object, kind: Kind) -> str:
     if isinstance(v, tuple):
         if kind.shape is Shape.SEQS:
             return "[" + ", ".join("[" + ", ".join(map(repr, s)) + "]" for s in v) + "]"
@@ -162,7 +163,7 @@ def _show_arg(v, kind: Kind) -> str:
     return repr(v)
 
 
-def _named_output(exprs) -> tuple[AttributeReference, ...]:
+def _named_output(exprs: Iterable[Expression]) -> tuple[AttributeReference, ...]:
     return tuple(to_attribute(e) for e in exprs)
 
 
@@ -185,7 +186,7 @@ class Project(LogicalPlan):
     child: LogicalPlan = arg("p")
 
     @property
-    def output(self):
+    def output(self) -> tuple[AttributeReference, ...]:
         return self._cached("output", lambda: _named_output(self.project_list))
 
 
@@ -208,12 +209,12 @@ class Join(LogicalPlan):
     #: Catalyst's JoinHint, kept as it came; None for a new join means no hint.
     hint: Value | None = arg("x", default=None)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.join_type, JoinType):
             object.__setattr__(self, "join_type", join_type(self.join_type))
 
     @property
-    def output(self):
+    def output(self) -> tuple[AttributeReference, ...]:
         return self._cached("output", lambda: self.join_type.output(
             self.left.output, self.right.output))
 
@@ -226,7 +227,7 @@ class Aggregate(LogicalPlan):
     hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
     @property
-    def output(self):
+    def output(self) -> tuple[AttributeReference, ...]:
         return self._cached("output", lambda: _named_output(self.aggregate_expressions))
 
 
@@ -275,7 +276,7 @@ class Window(LogicalPlan):
     hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
     @property
-    def output(self):
+    def output(self) -> tuple[AttributeReference, ...]:
         return self._cached("output", lambda: self.child.output +
                             _named_output(self.window_expressions))
 
@@ -287,8 +288,8 @@ class Union(LogicalPlan):
     allow_missing_col: bool = arg("b", default=False)
 
     @property
-    def output(self):
-        def compute():
+    def output(self) -> tuple[AttributeReference, ...]:
+        def compute() -> tuple[AttributeReference, ...]:
             outs = [c.output for c in self.children]
             return tuple(attrs[0].with_nullability(any(a.nullable for a in attrs))
                          for attrs in zip(*outs))
@@ -339,7 +340,7 @@ class Generate(LogicalPlan):
         return out
 
     @property
-    def output(self):
+    def output(self) -> tuple[AttributeReference, ...]:
         return self._cached("output", lambda: self.required_child_output +
                             self.qualified_generator_output)
 
@@ -411,7 +412,7 @@ class SubqueryAlias(LogicalPlan):
     child: LogicalPlan = arg("p")
 
     @property
-    def output(self):
+    def output(self) -> tuple[AttributeReference, ...]:
         q = self.identifier.qualifier + (self.identifier.name,)
         return self._cached("output", lambda: tuple(a.with_qualifier(q) for a in self.child.output))
 
@@ -468,11 +469,11 @@ class Lazy:
 
     __slots__ = ("_thunk", "_value")
 
-    def __init__(self, thunk: Callable):
-        self._thunk = thunk
-        self._value = None
+    def __init__(self, thunk: Callable[[], Any]) -> None:
+        self._thunk: Callable[[], Any] | None = thunk
+        self._value: Any = None
 
-    def get(self):
+    def get(self) -> Any:
         if self._thunk is not None:
             self._value = self._thunk()
             self._thunk = None
@@ -493,7 +494,7 @@ class Opaque(LogicalPlan):
     output: tuple[AttributeReference, ...] = arg("-")
     children_: tuple[LogicalPlan, ...] = arg("ps")
     handle: int = arg("-")
-    exprs: tuple | Lazy = field(default=(), compare=False, metadata={"kind": "-"})
+    exprs: tuple[Expression, ...] | Lazy = field(default=(), compare=False, metadata={"kind": "-"})
 
     @property
     def expressions(self) -> tuple[Expression, ...]:
@@ -505,7 +506,7 @@ class Opaque(LogicalPlan):
         return self._cached("references", lambda: frozenset().union(
             *(e.references for e in self.expressions)))
 
-    def map_expressions(self, fn):
+    def map_expressions(self, fn: Callable[[Expression], Expression]) -> Opaque:
         old = self.expressions
         new = tuple(fn(e) for e in old)
         if all(a is b for a, b in zip(old, new)):

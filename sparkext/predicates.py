@@ -20,6 +20,7 @@ from sparkext.expressions import (
     And,
     AttributeReference,
     BinaryComparison,
+    BinaryExpression,
     CaseWhen,
     Cast,
     Coalesce,
@@ -37,7 +38,7 @@ from sparkext.expressions import (
 )
 
 
-def _split(e: Expression | None, op: type) -> list[Expression]:
+def _split(e: Expression | None, op: type[BinaryExpression]) -> list[Expression]:
     out: list[Expression] = []
     stack = [] if e is None else [e]
     while stack:
@@ -65,6 +66,15 @@ def conjoin(conjuncts: Iterable[Expression]) -> Expression | None:
     result = None
     for c in conjuncts:
         result = c if result is None else And(result, c)
+    return result
+
+
+def conjunction(conjuncts: Iterable[Expression]) -> Expression:
+    """:func:`conjoin` of one conjunct or more (a Filter's condition, which is never None);
+    none is a bug in the caller (Catalyst's ``reduceLeft(And)``)."""
+    result = conjoin(conjuncts)
+    if result is None:
+        raise ValueError("a conjunction of no conjuncts (a Filter needs a condition)")
     return result
 
 
@@ -146,7 +156,7 @@ def subquery_outputs(e: Expression) -> frozenset:
     """The output ids of every subquery plan inside ``e``."""
     ids: set = set()
     for x in e.walk():
-        if isinstance(x, OpaqueExpression) and x.is_subquery:
+        if isinstance(x, OpaqueExpression) and x.subquery_output is not None:  # a subquery
             ids.update(a.expr_id for a in x.subquery_output)
     return frozenset(ids)
 
@@ -282,11 +292,11 @@ def evaluate_with_nulls(e: Expression, ids: frozenset) -> frozenset:
             return _null_safe_equal(evaluate_with_nulls(a, ids), evaluate_with_nulls(b, ids))
     if not e.deterministic:
         return _UNKNOWN
-    children = [evaluate_with_nulls(c, ids) for c in e.children]
-    if e.null_intolerant and any(c == {None} for c in children):
+    values = [evaluate_with_nulls(c, ids) for c in e.children]
+    if e.null_intolerant and any(c == {None} for c in values):
         return frozenset({None})
-    if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in children):
-        (x,), (y,) = children
+    if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in values):
+        (x,), (y,) = values
         return _compare_constants(type(e).__name__, x, y)
     return _UNKNOWN
 

@@ -22,17 +22,29 @@ import re
 import shlex
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JJavaError
 
 from sparkext import versions
 from sparkext.bridge import RuleBridge, _defined_at, registration
 from sparkext.channel import channel
-from sparkext.optimizer import FIXED_POINT, ONCE_PER_QUERY, Batch, FixedPoint, Rule, as_rule
-from sparkext.plan import LogicalPlan
+from sparkext.optimizer import (
+    FIXED_POINT,
+    ONCE_PER_QUERY,
+    Batch,
+    FixedPoint,
+    Rule,
+    RuleFunction,
+    as_rule,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from typing_extensions import TypeIs  # (typing has it from 3.13; mypy ships this)
 
 log = logging.getLogger("sparkext")
 
@@ -98,7 +110,8 @@ def _jvm_defaults() -> dict[str, str]:
     if SparkContext._jvm is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         return _launch_defaults()
     SparkContext._ensure_initialized()  # connects to spark-submit's JVM; launches nothing
-    conf = SparkContext._jvm.org.apache.spark.SparkConf(True)
+    # (pyspark types _jvm optional: None until a context starts, as it now has)
+    conf = SparkContext._jvm.org.apache.spark.SparkConf(True)  # type: ignore[union-attr]
     return {k: conf.get(k, "") for k in _APPENDED}
 
 
@@ -150,7 +163,7 @@ def _read_properties(path: str | None) -> dict[str, str]:
     return out
 
 
-def configure(builder):
+def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Adds the shim jar and the extension class to a ``SparkSession.Builder``.
 
     Appends to ``spark.jars`` and ``spark.sql.extensions`` (set on the builder, by
@@ -248,7 +261,7 @@ def _jvm_started_outside() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._jvm is not None
 
 
-def _has_jar(jvm) -> bool:
+def _has_jar(jvm: Any) -> bool:
     # An unknown class resolves to a py4j JavaPackage rather than failing.
     return type(jvm.io.sparkext.Sparkext).__name__ != "JavaPackage"
 
@@ -284,13 +297,13 @@ def _check_no_session_without_the_extension() -> None:
         "then call sparkext.configure(SparkSession.builder).getOrCreate().")
 
 
-def _is_connect(spark) -> bool:
+def _is_connect(spark: object) -> TypeIs[ConnectSession]:
     # Without the module loaded, no Connect session exists (and importing it needs grpc).
     connect = sys.modules.get("pyspark.sql.connect.session")
     return connect is not None and isinstance(spark, connect.SparkSession)
 
 
-def _jsession(spark):
+def _jsession(spark: SparkSession | ConnectSession) -> Any:
     js = getattr(spark, "_jsparkSession", None)
     if js is None:
         if _is_connect(spark):
@@ -304,7 +317,7 @@ def _jsession(spark):
     return js
 
 
-def _registry(spark):
+def _registry(spark: SparkSession) -> Any:
     if not _has_jar(spark._jvm):
         if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM: only its flags help
             raise SparkextError(f"the sparkext jar is not on this session's classpath: "
@@ -312,14 +325,14 @@ def _registry(spark):
         raise SparkextError(
             "the sparkext jar is not on this session's classpath. Build the session with "
             f"sparkext.configure(SparkSession.builder), or {_SUBMIT_ADVICE}.")
-    return spark._jvm.io.sparkext.Sparkext
+    return spark._jvm.io.sparkext.Sparkext  # type: ignore[union-attr]  # (live: _has_jar read it)
 
 
 class Enabled:
     """What :func:`enable` returns: the registration, which :meth:`disable` undoes."""
 
-    def __init__(self, spark, bridge: RuleBridge, rules: tuple[Rule, ...], version: int,
-                 dropped: list[dict]):
+    def __init__(self, spark: SparkSession, bridge: RuleBridge, rules: tuple[Rule, ...],
+                 version: int, dropped: list[dict[str, str]]) -> None:
         self.spark = spark
         self.bridge = bridge
         self.version = version
@@ -335,10 +348,10 @@ class Enabled:
     def metrics(self) -> dict:
         return metrics(self.spark)
 
-    def __enter__(self):
+    def __enter__(self) -> Enabled:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.disable()
 
     def __repr__(self) -> str:
@@ -346,10 +359,10 @@ class Enabled:
 
 
 #: What ``enable(rules=...)`` takes: a :class:`~sparkext.Rule`, or a function ``plan -> plan``.
-RuleLike = Rule | Callable[[LogicalPlan], LogicalPlan]
+RuleLike = Rule | RuleFunction
 
 
-def enable(spark: Any, rules: RuleLike | Iterable[RuleLike] | None = None, *,
+def enable(spark: SparkSession, rules: RuleLike | Iterable[RuleLike] | None = None, *,
            builtin: bool = True, batches: Iterable[Batch] | None = None) -> Enabled:
     """Runs Python rules in this session's optimizer; replaces whatever it ran before.
 
@@ -400,7 +413,9 @@ def enable(spark: Any, rules: RuleLike | Iterable[RuleLike] | None = None, *,
     # refers to it. The calls themselves come over sparkext's own channel
     # (sparkext/channel.py), as they do to a rule worker the JVM starts (sparkext/worker.py).
     ensure_callback_server_started(spark.sparkContext._gateway)
-    java = spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version")
+    # (a live session's context has its JVM; pyspark types _jvm optional)
+    jvm = spark.sparkContext._jvm
+    java = jvm.java.lang.System.getProperty("java.specification.version")  # type: ignore[union-attr]
     reg = registration(batches, channel(java), spark.version)
     bridge, all_rules, spec = reg.bridge, reg.rules, reg.spec
     try:
@@ -456,12 +471,12 @@ def _describe_positions(rules: tuple[Rule, ...]) -> str:
     return f"{len(rules)} rule{'s' if len(rules) != 1 else ''}: " + "; ".join(parts)
 
 
-def disable(spark) -> None:
+def disable(spark: SparkSession) -> None:
     """Removes every Python rule from this session."""
     _registry(spark).unregister(_jsession(spark), 0)
 
 
-def metrics(spark) -> dict:
+def metrics(spark: SparkSession | ConnectSession) -> dict[str, Any]:
     """The bridge's counters for this session (docs/performance.md, "Metrics", lists every
     key). Counts are integers; times are integer nanoseconds (``*_nanos``); ``warnings``
     holds the last warnings; ``rules`` maps each Python rule's name to
@@ -477,14 +492,14 @@ def metrics(spark) -> dict:
     return json.loads(_registry(spark).metrics(_jsession(spark)))
 
 
-def reset_metrics(spark) -> None:
+def reset_metrics(spark: SparkSession | ConnectSession) -> None:
     if _is_connect(spark):
         _metrics_row(spark, "sparkext_reset_metrics")
     else:
         _registry(spark).resetMetrics(_jsession(spark))
 
 
-def _metrics_row(spark, function: str) -> dict:
+def _metrics_row(spark: SparkSession | ConnectSession, function: str) -> dict[str, Any]:
     """The one row of a metrics table function, as a dict (``warnings`` as a list)."""
     from pyspark.errors import AnalysisException
 

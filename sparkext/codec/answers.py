@@ -70,7 +70,7 @@ class AnswerEncoder:
         return [write(self, getattr(node, name)) for name, write in writers]
 
     @classmethod
-    def _writers_of(cls, node_cls: type) -> tuple:
+    def _writers_of(cls, node_cls: type[_tree.TreeNode]) -> tuple:
         writers = cls.writers[node_cls] = tuple(
             (name, kind.encoder(cls.items)) for name, kind in node_cls._wire_args)
         return writers

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from sparkext.codec.errors import WireError
 from sparkext.types import DataType
@@ -47,7 +48,7 @@ def _float_out(v):
     return v
 
 
-def value_in(v, t) -> object:
+def value_in(v, t) -> Any:
     """A literal value from its wire form; ``t`` is the type's JSON value."""
     if v is None:
         return None
@@ -107,6 +108,7 @@ def _checked_decimal(v, t: str) -> str:
     precision, scale = int(m.group(1)), int(m.group(2))
     # Trailing zeros stripped by hand: Decimal.normalize() would round to 28 digits.
     _, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)  # (d is finite: checked above)
     while len(digits) > 1 and digits[-1] == 0:
         digits, exp = digits[:-1], exp + 1
     if digits == (0,):

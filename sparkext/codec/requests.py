@@ -19,9 +19,10 @@ from sparkext.expressions import (
     Literal,
     OpaqueExpression,
     Value,
+    to_attribute,
 )
 from sparkext.joins import ExistenceJoin, JoinType, OpaqueJoinType
-from sparkext.kinds import Item, plain, special
+from sparkext.kinds import Item, ItemCodec, plain, special
 from sparkext.plan import AliasIdentifier, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 from sparkext.wire import VERSION
@@ -80,7 +81,7 @@ class Decoded:
         self.opaque_raw: dict[int, list] = {}
         self._alive: list = []  # keeps decoded objects alive, so their ids stay theirs
         root = doc.get("root") or {}
-        cls = _tree.MIRRORED.get(root.get("k"))
+        cls = _tree.MIRRORED.get(root.get("k", ""))
         if cls is not None and not cls._special:
             self.plan = self._keep(_tree.lazy_node(cls, self._root_fields, root), root["h"])
         else:
@@ -151,13 +152,14 @@ class Decoded:
     def node(self, j: dict) -> LogicalPlan:
         k = j["k"]
         h = j["h"]
+        obj: LogicalPlan
         if k == "Relation":
             obj = Relation(j["cls"], self.exprs(j["out"]), h, j.get("name"),
                            self.exprs(j["ord"]) if "ord" in j else (), j.get("glob", False))
             self.relations[h] = obj
         elif k == "Opaque":
             raw = j.get("x")
-            exprs = ()
+            exprs: tuple[Expression, ...] | Lazy = ()
             if raw:
                 self.opaque_raw[h] = raw
                 exprs = Lazy(lambda: self.exprs(raw))
@@ -167,7 +169,8 @@ class Decoded:
             cls = _tree.MIRRORED.get(k)
             if cls is None:
                 raise WireError(f"unknown plan node kind {k!r}")
-            obj = _tree.lazy_node(cls, self._node_fields, j["p"])
+            # (MIRRORED holds expression classes too: the JVM names a plan node here)
+            obj = _tree.lazy_node(cls, self._node_fields, j["p"])  # type: ignore[assignment]
         return self._keep(obj, h)
 
     def _node_fields(self, cls, p: list):
@@ -192,10 +195,11 @@ class Decoded:
         k = j["k"]
         t = j.get("t")
         if k == "Literal":
-            dt = self.types[t]
+            dt = self.types[j["t"]]  # (a literal always has its type)
             return self._keep(Literal(value_in(j["v"], type_value(dt)), dt), j["h"])
         meta = {"_type": None if t is None else self.types[t], "_nullable": j.get("n"),
                 "_null_intolerant": j.get("ni")}
+        obj: Expression
         if k == "Alias":
             p = j["p"]
             obj = Alias(self.expr(p[0]), p[1], p[2], tuple(p[3]), p[4], tuple(p[5]), **meta)
@@ -217,7 +221,8 @@ class Decoded:
             cls = _tree.MIRRORED.get(k)
             if cls is None:
                 raise WireError(f"unknown expression kind {k!r}")
-            obj = cls(*self._args(cls, j["p"]), **meta)
+            # (MIRRORED holds plan classes too: the JVM names an expression here)
+            obj = cls(*self._args(cls, j["p"]), **meta)  # type: ignore[assignment]
         return self._keep(obj, j["h"])
 
 
@@ -226,7 +231,7 @@ def join_type_in(d: Decoded, v):
     if isinstance(v, str):
         return JoinType.from_wire(v)
     if "ExistenceJoin" in v:
-        return ExistenceJoin(d.expr(v["ExistenceJoin"]))
+        return ExistenceJoin(to_attribute(d.expr(v["ExistenceJoin"])))  # (an attribute)
     return OpaqueJoinType(Value(v["s"], v["v"]))
 
 
@@ -239,16 +244,16 @@ def _alias_id_in(_d: Decoded, v: list) -> AliasIdentifier:
 
 
 #: How the decoder reads one item of each kind (sparkext.kinds.Item).
-ITEM_READERS = {
+ITEM_READERS: dict[Item, ItemCodec] = {
     Item.EXPR: Decoded.expr, Item.PLAN: Decoded.node, Item.TYPE: Decoded.type_at,
     Item.VALUE: _value_arg_in, Item.JOIN_TYPE: join_type_in, Item.ALIAS_ID: _alias_id_in,
     Item.PLAIN: plain, Item.SPECIAL: special,
 }
 #: mirror class -> one reader per argument on the wire (the Spark line's), composed once
 #: per class: decoding a node is then one call per field, with no dispatch on its kind.
-_READERS: dict[type, tuple] = _tree.wire_cache()
+_READERS: dict[type, tuple[ItemCodec, ...]] = _tree.wire_cache()
 
 
-def _readers_of(cls: type) -> tuple:
+def _readers_of(cls: type[_tree.TreeNode]) -> tuple[ItemCodec, ...]:
     readers = _READERS[cls] = tuple(kind.decoder(ITEM_READERS) for _, kind in cls._wire_args)
     return readers

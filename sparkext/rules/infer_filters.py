@@ -55,7 +55,12 @@ from sparkext.constraints import (
 )
 from sparkext.expressions import FALSE
 from sparkext.plan import Filter, Join, LogicalPlan
-from sparkext.predicates import conjoin, contains_correlated_subquery, split_conjuncts
+from sparkext.predicates import (
+    conjoin,
+    conjunction,
+    contains_correlated_subquery,
+    split_conjuncts,
+)
 
 __all__ = ["infer_filters"]
 
@@ -108,4 +113,4 @@ def _add_new(side: LogicalPlan, implied: Constraints) -> LogicalPlan:
         return side if any(is_false(c) for c in known) else Filter(FALSE, side)
     new = [c for c in implied
            if c.references and c.references <= ids and c.deterministic and c not in known]
-    return Filter(conjoin(new), side) if new else side
+    return Filter(conjunction(new), side) if new else side

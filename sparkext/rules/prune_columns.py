@@ -181,7 +181,7 @@ class _Pruner:
                 return node
 
             case Distinct() | Deduplicate() | Opaque():
-                new_kids = [self.prune(k, k.output_ids) for k in node.children]
+                new_kids = tuple(self.prune(k, k.output_ids) for k in node.children)
                 return node.with_new_children(new_kids)
 
             case _:

@@ -103,6 +103,7 @@ from sparkext.predicates import (
     blind_to_normalisation,
     can_move_next_to,
     conjoin,
+    conjunction,
     contains_aggregate,
     contains_subquery,
     deterministic_prefix,
@@ -143,7 +144,7 @@ def _push_once(node: LogicalPlan) -> LogicalPlan:
 
 
 def _above(conjuncts: list, node: LogicalPlan) -> LogicalPlan:
-    return Filter(conjoin(conjuncts), node) if conjuncts else node
+    return Filter(conjunction(conjuncts), node) if conjuncts else node
 
 
 def _moving(movable: list, target: LogicalPlan, allowed: Callable[[Expression], bool],
@@ -175,7 +176,7 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
         moved, stay = _moving(movable, below, allowed, rewrite, grouped)
         if not moved:
             return f
-        return _above(stay + pinned, rebuild(Filter(conjoin(moved), below)))
+        return _above(stay + pinned, rebuild(Filter(conjunction(moved), below)))
 
     def anything(c):
         return True
@@ -185,7 +186,7 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
             lower_conjuncts = split_conjuncts(lower)
             seen = semantic_set(lower_conjuncts)
             new = [c for c in movable if c.semantic_key() not in seen]
-            merged = Filter(conjoin(lower_conjuncts + new), below) if new else child
+            merged = Filter(conjunction(lower_conjuncts + new), below) if new else child
             return _above(pinned, _push(merged))
 
         case Project(project_list=exprs) if all(e.deterministic for e in exprs):
@@ -213,7 +214,7 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
             passing = frozenset(
                 a.expr_id for i, a in enumerate(out)
                 if a.expr_id in below.output_ids and all(
-                    isinstance(p[i], AttributeReference) and p[i].expr_id == a.expr_id
+                    isinstance(x := p[i], AttributeReference) and x.expr_id == a.expr_id
                     for p in projs))
             return through(lambda c: c.references <= passing, lambda b: child.copy(child=b))
 
@@ -251,7 +252,7 @@ def _push_into_union(f: Filter, movable: list, pinned: list, union: Union) -> Lo
                for conds, kid in zip(per_child, union.children))]
     if not movable_everywhere:
         return f
-    kids = [Filter(conjoin([conds[i] for i in movable_everywhere]), kid)
+    kids = [Filter(conjunction([conds[i] for i in movable_everywhere]), kid)
             for conds, kid in zip(per_child, union.children)]
     moved = set(movable_everywhere)
     stay = [c for i, c in enumerate(movable) if i not in moved]
@@ -282,7 +283,7 @@ def _classify(conjuncts: list, left: LogicalPlan, right: LogicalPlan):
 
 
 def _with_filter(conjuncts: list, node: LogicalPlan) -> LogicalPlan:
-    return Filter(conjoin(conjuncts), node) if conjuncts else node
+    return Filter(conjunction(conjuncts), node) if conjuncts else node
 
 
 def _push_into_join(f: Filter, movable: list, pinned: list, join: Join) -> LogicalPlan:
@@ -330,7 +331,7 @@ def _push_join_condition(join: Join) -> LogicalPlan:
 
 def _with_extra(both: list, side: LogicalPlan, current: LogicalPlan) -> LogicalPlan:
     known = constraints(side)
-    extra = []
+    extra: list[Expression] = []
     for c in both:
         e = extract_within(c, side.output_ids)
         if e is not None and e not in known and e.semantic_key() not in semantic_set(extra):

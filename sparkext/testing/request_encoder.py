@@ -8,6 +8,8 @@ request; this encoder is the answer encoder with the hooks that differ.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sparkext import _tree
 from sparkext.codec.answers import AnswerEncoder, item_writers
 from sparkext.codec.errors import WireError
@@ -24,6 +26,7 @@ class RequestEncoder(AnswerEncoder):
 
     def __init__(self, decoded: Decoded):
         super().__init__(decoded)
+        self.decoded = decoded  # (self.d, never None here)
         self.types = [t.json for t in decoded.types]
         self.type_index = {t: i for i, t in enumerate(decoded.types)}
 
@@ -51,7 +54,7 @@ class RequestEncoder(AnswerEncoder):
         return full(obj, self.known(obj))  # a request holds every object in full
 
     def relation(self, r: Relation) -> dict:
-        j = {"h": r.handle, "k": "Relation", "cls": r.cls}
+        j: dict[str, Any] = {"h": r.handle, "k": "Relation", "cls": r.cls}
         if r.name is not None:
             j["name"] = r.name
         j["out"] = [self.expr(a) for a in r.output]
@@ -62,16 +65,16 @@ class RequestEncoder(AnswerEncoder):
         return j
 
     def opaque_node(self, p: Opaque) -> dict:
-        j = {"k": "Opaque", "cls": p.cls, "out": [self.expr(a) for a in p.output],
+        j: dict[str, Any] = {"k": "Opaque", "cls": p.cls, "out": [self.expr(a) for a in p.output],
              "c": [self.node(c) for c in p.children]}
         if isinstance(p.exprs, Lazy) and not p.exprs.is_decoded:
-            j["x"] = self.d.opaque_raw[p.handle]
+            j["x"] = self.decoded.opaque_raw[p.handle]
         elif p.expressions:
             j["x"] = [self.expr(e) for e in p.expressions]
         return j
 
     def opaque_expr(self, e: OpaqueExpression) -> dict:
-        j = {"k": "Opaque", "cls": e.cls}
+        j: dict[str, Any] = {"k": "Opaque", "cls": e.cls}
         if e.shell is not None:
             j["sh"] = e.shell
         j["c"] = [self.expr(c) for c in e.children_]
@@ -79,7 +82,7 @@ class RequestEncoder(AnswerEncoder):
             j["d"] = False
         if e.foldable_:
             j["f"] = True
-        extra = self.d.extra.get(id(e))
+        extra = self.decoded.extra.get(id(e))
         if extra:
             j["r"] = extra["r"]
         if e.subquery_output is not None:
@@ -94,7 +97,7 @@ def encode_request(decoded: Decoded, plan: LogicalPlan | None = None) -> dict:
     """The request for ``plan`` (default: the decoded plan) as the JVM wrote it, header
     and body as one dict (:func:`sparkext.codec.request_document`)."""
     enc = RequestEncoder(decoded)
-    j = {"v": VERSION}
+    j: dict[str, Any] = {"v": VERSION}
     for key in ("id", "pos", "excluded", "catalyst_excluded", "tz", "tz_breaks"):
         if key in decoded.doc:
             j[key] = decoded.doc[key]
