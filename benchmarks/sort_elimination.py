@@ -5,6 +5,8 @@ Ten million events are sorted by timestamp and cached. Then:
   host_ts     WHERE host = 'h1' ORDER BY host, ts     (host is constant: the order is there)
   hour_ts     ORDER BY date_trunc('hour', ts), ts      (monotonic in ts: the order is there)
   other_key   ORDER BY value                           (control: the sort is needed)
+  topk_resort ORDER BY value LIMIT 200000, then ORDER BY value again (a top-K's single
+              partition is in its order: the re-sort is redundant)
 
 each run to completion with Spark's ``noop`` writer (so the sort must really happen),
 plain Spark against sparkext, interleaved (the order alternates every round), medians of
@@ -31,6 +33,7 @@ PIPELINES = {
     "host_ts": lambda ev: ev.where("host = 'h1'").orderBy("host", "ts"),
     "hour_ts": lambda ev: ev.orderBy(F.date_trunc("hour", "ts"), "ts"),
     "other_key": lambda ev: ev.orderBy("value"),
+    "topk_resort": lambda ev: ev.orderBy("value").limit(200_000).orderBy("value"),
 }
 
 
