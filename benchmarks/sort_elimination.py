@@ -7,6 +7,8 @@ Ten million events are sorted by timestamp and cached. Then:
   other_key   ORDER BY value                           (control: the sort is needed)
   groupby_k_x GROUP BY minute ORDER BY minute, total   (minute is unique after the grouping:
               total is never consulted, so the sort keeps one key)
+  topk_resort ORDER BY value LIMIT 200000, then ORDER BY value again (a top-K's single
+              partition is in its order: the re-sort is redundant)
 
 each run to completion with Spark's ``noop`` writer (so the sort must really happen),
 plain Spark against sparkext, interleaved (the order alternates every round), medians of
@@ -35,6 +37,7 @@ PIPELINES = {
     "other_key": lambda ev: ev.orderBy("value"),
     "groupby_k_x": lambda ev: ev.groupBy(F.date_trunc("minute", "ts").alias("minute"))
     .agg(F.sum("value").alias("total")).orderBy("minute", "total"),
+    "topk_resort": lambda ev: ev.orderBy("value").limit(200_000).orderBy("value"),
 }
 
 

@@ -1,7 +1,8 @@
 """What one optimizer call knows besides its plan: the request header, as a frozen object.
 
 The JVM's header carries the session's time zone and the truncations its rules can
-reverse, the sparkext rules switched off, Catalyst's own excluded rules, the call's id
+reverse, the top-K threshold (``spark.sql.execution.topKSortFallbackThreshold``), the
+sparkext rules switched off, Catalyst's own excluded rules, the call's id
 and its position (docs/wire-format.md). :class:`CallContext` holds them for the length
 of the call: the bridge builds it from the header and scopes it with :func:`scoped`
 (a ``contextvars`` variable, so concurrent calls on several threads each see their own),
@@ -15,7 +16,7 @@ call is kept in a module global, so nothing leaks from one call into the next.
     >>> current() is None
     True
 
-A new per-call setting (ANSI mode, a top-K threshold, ...) is one field here, read in
+A new per-call setting (ANSI mode, ...) is one field here, read in
 :meth:`CallContext.from_header`.
 """
 
@@ -38,6 +39,10 @@ class CallContext:
     time_zone: str | None = None
     #: the truncations the time zone's rules can reverse (sparkext.timezones)
     time_zone_reverses: frozenset[str] = frozenset()
+    #: ``spark.sql.execution.topKSortFallbackThreshold``: a literal limit below it over a
+    #: global sort is planned as one TakeOrderedAndProjectExec (sparkext.ordering); None
+    #: when the JVM did not say (then no limit keeps order)
+    top_k_threshold: int | None = None
     #: sparkext rules switched off (``spark.sparkext.excludedRules``)
     excluded: frozenset[str] = frozenset()
     #: Catalyst rules switched off (``spark.sql.optimizer.excludedRules``), short names
@@ -53,6 +58,7 @@ class CallContext:
             position=header.get("pos"),
             time_zone=header.get("tz"),
             time_zone_reverses=frozenset(header.get("tz_breaks", ())),
+            top_k_threshold=header.get("topk"),
             excluded=frozenset(header.get("excluded", ())),
             catalyst_excluded=frozenset(header.get("catalyst_excluded", ())),
             trace=header.get("trace") is True,

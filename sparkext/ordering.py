@@ -25,15 +25,30 @@ Derivation per node:
 | node | orderings | constants and groups |
 | --- | --- | --- |
 | Relation | Catalyst's ``outputOrdering`` of the leaf (cached relations, checkpoints, ranges, DSv2 scans that report one); global only when the JVM proves it (a range; a cached or checkpointed plan that is one partition or range-partitioned on a prefix of the ordering), else within partitions | its non-nullable columns are not NULL |
-| Sort | global sort: its order, globally. Local sort: its order within partitions — globally when its input is range-partitioned on keys that agree with it | passed on |
+| Sort | global sort: its order, globally. Local sort: its order within partitions — globally when its input is range-partitioned on keys that agree with it, or is one partition (a repartition or coalesce to one partition, through deterministic Projects and Filters) | passed on |
 | Filter | passed on; none when a conjunct holds a subquery (``IN``/``EXISTS`` become joins after sparkext runs, in Catalyst's RewriteSubquery batch) | ``e = literal`` makes ``e`` constant (not NULL); ``e IS NULL`` makes it constant NULL; ``a = b`` joins their groups; null-intolerant conjuncts make their columns not NULL (conjuncts with subqueries teach nothing) |
 | Project | passed on (in terms of the input's expressions); none when a column holds a subquery (a scalar subquery becomes a join) | ``e AS x`` puts ``x`` in ``e``'s group; a literal column is constant; monotonic functions of ordered expressions are ordered (below) |
 | SubqueryAlias, Sample, LocalLimit (``keeps_child_order`` on the class) | passed on | passed on |
-| GlobalLimit | none (its single-partition exchange reads blocks in any order), as Spark's own | passed on |
+| GlobalLimit, Offset: a top-K (below) | the sort's order, globally (one partition) | the sort's input's, through the Project |
+| GlobalLimit, any other | none (its single-partition exchange reads blocks in any order), as Spark's own | passed on |
+| Offset, any other (an ``Opaque``) | none | none |
 | Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
-| Aggregate | none | grouping outputs that were constant stay constant |
-| Window, Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit: ``keeps_child_equivalences`` on the class) | none | passed on |
-| Union, Expand, Opaque | none | none |
+| Aggregate | none, whatever the input's order: Spark picks HashAggregate (which keeps no order) or SortAggregate at planning, out of sparkext's sight | grouping outputs that were constant stay constant |
+| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). The input's order is lost | passed on |
+| Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit and Window: ``keeps_child_equivalences`` on the class) | none | passed on |
+| Union of one child | the child's | the child's |
+| Union of several children, Expand, Opaque | none (nothing holds across children; Expand interleaves its projections' rows) | none |
+
+Top-K. Spark's planner (``SpecialLimits.planTakeOrdered`` in ``SparkStrategies``, the same
+six cases on 3.5 through 4.3, at the root and below it) plans ``Limit(n, Sort(order,
+global))``, ``Limit(n, Project(list, Sort(order, global)))``, ``Offset(o, Limit(n, ...))``
+and ``Limit(n, Offset(o, LocalLimit(n + o, ...)))`` of those two shapes as one
+``TakeOrderedAndProjectExec``: one partition in exactly ``order``, the projection applied
+after. It does so only when ``n`` (``n + o`` for a limit over an offset) is an integer
+literal below ``spark.sql.execution.topKSortFallbackThreshold`` (the request header's
+``topk``: :attr:`sparkext.context.CallContext.top_k_threshold`); any other Limit is a
+GlobalLimit whose exchange loses order. The sort under the limit is the top-K itself:
+``eliminate_sorts`` never removes it.
 
 Monotonic functions. What an expression does to orderings is declared on its class, by
 :meth:`Expression.ordering_fact <sparkext.expressions.Expression.ordering_fact>`
@@ -88,6 +103,7 @@ from dataclasses import dataclass, field
 
 from sparkext import catalyst_names as names
 from sparkext import uniqueness
+from sparkext.context import current
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -105,12 +121,18 @@ from sparkext.expressions import (
 from sparkext.plan import (
     Aggregate,
     Filter,
+    GlobalLimit,
     Join,
+    LocalLimit,
     LogicalPlan,
+    Opaque,
     Project,
     Relation,
+    Repartition,
     RepartitionByExpression,
     Sort,
+    Union,
+    Window,
 )
 from sparkext.predicates import contains_subquery, split_conjuncts
 
@@ -406,7 +428,8 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
             return p
         case Sort(order=order, is_global=is_global, child=child):
             p = properties(child).copy()
-            global_ = is_global or _range_partitioned_for(child, order)
+            global_ = (is_global or _range_partitioned_for(child, order)
+                       or _one_partition(child))
             p.orderings = [Ordering(_keys(order), global_)]
             return p
         case Filter(condition=cond, child=child):
@@ -430,6 +453,12 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
                     elif e.child.deterministic:
                         p.add_equivalence(e.child, attr)
             return p
+        case GlobalLimit() | Opaque() if (sorted_input := _top_k_input(plan)) is not None:
+            return properties(sorted_input)
+        case Window(partition_spec=partition_spec, order_spec=order_spec, child=child):
+            return _window(partition_spec, order_spec, properties(child))
+        case Union(children=(only,)):
+            return properties(only)
         case _ if plan.keeps_child_order:
             return properties(plan.children[0])
         case _ if plan.keeps_child_equivalences:
@@ -492,6 +521,87 @@ def _range_partitioned_for(child: LogicalPlan, order) -> bool:
     p = properties(child)
     return all(a.direction == b.direction and a.null_ordering == b.null_ordering
                and p.same_group(a.child, b.child) for a, b in zip(keys, order))
+
+
+#: Catalyst's Offset (not mirrored: it arrives as an Opaque of this simple class name).
+_OFFSET = "Offset"
+
+
+def _int_literal(e: Expression) -> int | None:
+    """The value of an INT literal (Catalyst's ``IntegerLiteral``), else None."""
+    if isinstance(e, Literal) and e.data_type.name == "integer" and isinstance(e.value, int):
+        return e.value
+    return None
+
+
+def _offset_of(plan: LogicalPlan) -> int | None:
+    """The literal row count an Offset skips, or None when ``plan`` is no such Offset."""
+    if isinstance(plan, Opaque) and plan.cls == _OFFSET and len(plan.expressions) == 1:
+        return _int_literal(plan.expressions[0])
+    return None
+
+
+def _top_k_input(plan: LogicalPlan) -> LogicalPlan | None:
+    """The Sort, or Project over a Sort, whose first rows ``plan`` keeps when Spark's
+    planner makes ``plan`` one TakeOrderedAndProjectExec (the module's "Top-K"), else
+    None. Its rows are then ``plan``'s, in order, in one partition."""
+    ctx = current()
+    threshold = None if ctx is None else ctx.top_k_threshold
+    if threshold is None:
+        return None  # the JVM did not say: no limit keeps order
+    match plan:
+        case Opaque(children_=(GlobalLimit() as limit,)) if _offset_of(plan) is not None:
+            # Offset(o, Limit(n, ...)) (LimitAndOffset): the first n rows, less the first o;
+            # the threshold applies to n alone.
+            return _top_k_input(limit)
+        case GlobalLimit(limit_expr=outer, child=LocalLimit(limit_expr=inner, child=below)):
+            n = _int_literal(outer)
+            if n is None or n != _int_literal(inner) or n >= threshold:
+                return None
+            return below if _is_sort_output(below) else None
+        case GlobalLimit(limit_expr=outer, child=Opaque(
+                children_=(LocalLimit(limit_expr=inner, child=below),)) as offset):
+            # Limit(n, Offset(o, LocalLimit(n + o, ...))) (OffsetAndLimit): rows o to o + n.
+            n, o, local = _int_literal(outer), _offset_of(offset), _int_literal(inner)
+            if n is None or o is None or local != n + o or local >= threshold:
+                return None
+            return below if _is_sort_output(below) else None
+        case _:
+            return None
+
+
+def _is_sort_output(plan: LogicalPlan) -> bool:
+    """A global Sort, or one Project directly over it: the two inputs a top-K takes."""
+    if isinstance(plan, Project):
+        plan = plan.child
+    return isinstance(plan, Sort) and plan.is_global
+
+
+def _one_partition(plan: LogicalPlan) -> bool:
+    """Whether Spark plans ``plan``'s rows as one partition: a repartition or coalesce to
+    one partition, through deterministic Projects and Filters. (Adaptive execution never
+    changes a partition count the user gave.)"""
+    node = plan
+    while isinstance(node, (Project, Filter)) and node.deterministic:
+        node = node.children[0]
+    match node:
+        case Repartition(num_partitions=1) | RepartitionByExpression(opt_num_partitions=1):
+            return True
+        case _:
+            return False
+
+
+def _window(partition_spec: tuple[Expression, ...], order_spec: tuple[SortOrder, ...],
+            child: EquivalenceProperties) -> EquivalenceProperties:
+    """WindowExec asks for its input clustered by the partition keys and sorted, within
+    each partition, by them (ascending) then the order keys, and passes that order on.
+    Without partition keys its input is gathered into one partition: the order is global.
+    (The input's own order does not survive the shuffle; when Spark plans none, the
+    input already satisfied the same requirement.)"""
+    p = child.copy()
+    keys = tuple(SortKey(e) for e in partition_spec) + _keys(order_spec)
+    p.orderings = [Ordering(keys, not partition_spec)] if keys else []
+    return p
 
 
 def _join(left, right, jt, cond) -> EquivalenceProperties:

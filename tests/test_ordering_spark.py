@@ -307,7 +307,8 @@ def test_to_date_keeps_order_only_where_local_dates_never_go_back(spark, tables,
     assert (ids["N"] != sorted(ids["N"])) == (zone == "America/Phoenix")
 
 
-# =============================================================================================
+# ======================================================================================
+
 # issue 17 (items 2 and 4): strict functions keep the keys after them; unique keys
 # (functional dependencies). Multi-partition parquet data (four files), each case run with
 # adaptive execution on and off, in the three modes above; plan property (Sort count) plus
@@ -599,3 +600,64 @@ def test_issue17_sort_keys_that_depend_on_earlier_ones_are_dropped(
         simplified = (sort_key_counts(df), collect(df))
     assert plain[0] == before and simplified[0] == after
     assert simplified[1] == plain[1]
+# -- top-K, windows, one partition (issue 17, items 1 and 5) ---------------------------------
+# Run by the same `outcomes` fixture (and counted in its summary); more cases, on multi-file
+# data with adaptive execution on and off and the physical plan checked, are in
+# tests/test_ordering_topk.py.
+
+TOPK_REDUNDANT = {
+    # (Not by ts, nor by host then ts: those sorts of events are cached above, and the
+    # cached relation would replace the top-K's sort.)
+    "top-k: re-sorted by the same key": (
+        lambda s: s["events"].orderBy("eid").limit(20).orderBy("eid"), ["eid"]),
+    "top-k over cached sorted data: re-sorted": (
+        lambda s: s["by_ts"].orderBy("ts").limit(7).orderBy("ts"), ["ts"]),
+    "top-k: a key made constant below it": (
+        lambda s: s["events"].where("host = 'h1'").orderBy("ts").limit(10)
+        .orderBy("host", "ts"), ["ts"]),
+    "top-k: re-sorted by a prefix": (
+        lambda s: s["events"].orderBy("host", "eid").limit(10).orderBy("host"), ["host"]),
+    "top-k: descending, with a projection between limit and sort": (
+        lambda s: s["events"].orderBy(F.desc("ts")).select("ts", "eid").limit(9)
+        .orderBy(F.desc("ts")), ["ts"]),
+    "window without partition keys: re-sorted by its order keys": (
+        lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("ts")))
+        .orderBy("ts"), ["ts"]),
+    "window: sorted within partitions by its partition and order keys": (
+        lambda s: s["events"].withColumn(
+            "r", F.row_number().over(Window.partitionBy("host").orderBy("ts")))
+        .sortWithinPartitions("host", "ts"), None),
+    "one partition: a global sort over a sort within partitions, a random column between": (
+        lambda s: s["events"].repartition(1).sortWithinPartitions("ts")
+        .select("ts", F.rand(3).alias("r")).orderBy("ts"), ["ts"]),
+}
+
+TOPK_NECESSARY = {
+    "top-k: descending re-sorted ascending": (
+        lambda s: s["events"].orderBy(F.desc("ts")).limit(10).orderBy("ts"), ["ts"]),
+    "top-k: re-sorted by more keys": (
+        lambda s: s["events"].orderBy("host").limit(10).orderBy("host", "eid"),
+        ["host", "eid"]),
+    "top-k: NULLS FIRST re-sorted NULLS LAST": (
+        lambda s: s["events"].orderBy("kind", "eid").limit(10)
+        .orderBy(F.asc_nulls_last("kind"), "eid"), ["kind", "eid"]),
+    "window: a global sort by its partition and order keys": (
+        lambda s: s["events"].withColumn(
+            "r", F.row_number().over(Window.partitionBy("host").orderBy("ts")))
+        .orderBy("host", "ts"), ["host", "ts"]),
+    "a sort within partitions over three partitions": (
+        lambda s: s["events"].repartition(3).sortWithinPartitions("ts").orderBy("ts"), ["ts"]),
+}
+
+REDUNDANT.update(TOPK_REDUNDANT)
+NECESSARY.update(TOPK_NECESSARY)
+
+
+@pytest.mark.parametrize("name", list(TOPK_REDUNDANT))
+def test_a_redundant_sort_above_a_top_k_window_or_one_partition_is_removed(outcomes, name):
+    test_a_redundant_sort_is_removed(outcomes, name)
+
+
+@pytest.mark.parametrize("name", list(TOPK_NECESSARY))
+def test_a_necessary_sort_above_a_top_k_window_or_shuffle_stays(outcomes, name):
+    test_a_necessary_sort_stays(outcomes, name)

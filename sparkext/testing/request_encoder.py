@@ -98,7 +98,7 @@ def encode_request(decoded: Decoded, plan: LogicalPlan | None = None) -> dict:
     and body as one dict (:func:`sparkext.codec.request_document`)."""
     enc = RequestEncoder(decoded)
     j: dict[str, Any] = {"v": VERSION}
-    for key in ("id", "pos", "excluded", "catalyst_excluded", "tz", "tz_breaks"):
+    for key in ("id", "pos", "excluded", "catalyst_excluded", "tz", "tz_breaks", "topk"):
         if key in decoded.doc:
             j[key] = decoded.doc[key]
     j["plan"] = enc.node(decoded.plan if plan is None else plan)

@@ -74,6 +74,10 @@ final class PlanEncoder(spec: MirrorSpec) {
     if (breaks.nonEmpty) {
       g.writeArrayFieldStart("tz_breaks"); breaks.foreach(g.writeString); g.writeEndArray()
     }
+    // The limit below which Spark's planner (SpecialLimits) makes a Limit over a global
+    // Sort one TakeOrderedAndProjectExec, whose single partition is in the sort's order:
+    // the ordering analysis calls such a limit order-keeping only below it.
+    g.writeNumberField("topk", SQLConf.get.topKSortFallbackThreshold)
     g.writeObjectFieldStart("root")
     g.writeStringField("k", nodeKind(plan, codecOf(plan)))
     g.writeNumberField("h", handles.length) // the handle node(plan) gives it

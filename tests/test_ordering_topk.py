@@ -1,0 +1,408 @@
+"""Top-K keeps its order, and orderings through Window, Union, Expand and a local sort over
+one partition (issue 17, items 1 and 5).
+
+Two halves. Hand-built plans pin the derivation in :mod:`sparkext.ordering` (which shapes
+are a top-K, and every way a limit falls out of one). Then real pipelines on multi-file
+parquet data (several scan partitions, several shuffle partitions), each run with
+sparkext off (N), on (S) and on with Catalyst's EliminateSorts excluded (S-), with
+adaptive execution on and off: a redundant sort goes in S and S-, a required one stays,
+and in every mode the rows come back as in N, in N's sequence of sort-key values. Where
+sparkext removed a sort above a top-K, the physical plan must still hold Spark's
+TakeOrderedAndProjectExec (the sort under the limit is the top-K itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+import sparkext
+from sparkext import types as T
+from sparkext.context import CallContext, current, scoped
+from sparkext.expressions import Add, AttributeReference, Expression, asc, desc, lit
+from sparkext.ordering import properties
+from sparkext.plan import (
+    Expand,
+    GlobalLimit,
+    LocalLimit,
+    LogicalPlan,
+    Opaque,
+    Project,
+    Relation,
+    Repartition,
+    Sort,
+    Union,
+    Window as WindowNode,
+)
+from tests.conftest import conf, jvm_nodes, report, rules_enabled
+from tests.rows import assert_same_rows, collect
+
+# -- the derivation on hand-built plans -------------------------------------------------------
+
+k = AttributeReference("k", T.INT, True, None, 1)
+v = AttributeReference("v", T.LONG, False, None, 2)
+REL = Relation("LocalRelation", (k, v), 0)
+
+
+def in_call(threshold: int | None) -> Any:
+    return scoped(CallContext(top_k_threshold=threshold))
+
+
+def limit(n: Expression, child: LogicalPlan) -> GlobalLimit:
+    return GlobalLimit(n, LocalLimit(n, child))
+
+
+def offset(n: Expression, child: LogicalPlan) -> Opaque:
+    return Opaque("Offset", child.output, (child,), handle=0, exprs=(n,))
+
+
+def by_v() -> Sort:
+    return Sort((asc(v),), True, REL)
+
+
+def globally_by_v(plan: LogicalPlan) -> bool:
+    return properties(plan).ordering_satisfy([asc(v)], require_global=True)
+
+
+def test_a_literal_limit_below_the_threshold_over_a_global_sort_keeps_its_order() -> None:
+    with in_call(100):
+        assert globally_by_v(limit(lit(10), by_v()))
+        assert globally_by_v(limit(lit(10), Project((v, k), by_v())))
+
+
+@pytest.mark.parametrize("title,threshold,plan", [
+    ("the limit at the threshold", 10, lambda: limit(lit(10), by_v())),
+    ("the limit above the threshold", 5, lambda: limit(lit(10), by_v())),
+    ("no threshold in the request (an older JVM)", None, lambda: limit(lit(10), by_v())),
+    ("a non-literal limit", 100, lambda: limit(Add(lit(2), lit(3)), by_v())),
+    ("a BIGINT literal limit (Catalyst's IntegerLiteral is INT only)", 100,
+     lambda: limit(lit(10, T.LONG), by_v())),
+    ("a local sort under the limit", 100, lambda: limit(lit(10), Sort((asc(v),), False, REL))),
+    ("two projections between the limit and the sort", 100,
+     lambda: limit(lit(10), Project((v,), Project((v, k), by_v())))),
+    ("global and local limits that differ", 100,
+     lambda: GlobalLimit(lit(10), LocalLimit(lit(20), by_v()))),
+    ("an offset over a limit: limit over the threshold", 10,
+     lambda: offset(lit(5), limit(lit(10), by_v()))),
+    ("a limit over an offset: limit plus offset at the threshold", 15,
+     lambda: GlobalLimit(lit(10), offset(lit(5), LocalLimit(lit(15), by_v())))),
+    ("a limit over an offset whose local limit is not their sum", 100,
+     lambda: GlobalLimit(lit(10), offset(lit(5), LocalLimit(lit(10), by_v())))),
+    ("an offset alone", 100, lambda: offset(lit(5), by_v())),
+    ("a non-literal offset", 100,
+     lambda: offset(Add(lit(2), lit(3)), limit(lit(10), by_v()))),
+])
+def test_a_limit_spark_does_not_plan_as_top_k_loses_order(
+        title: str, threshold: int | None, plan: Callable[[], LogicalPlan]) -> None:
+    with in_call(threshold):
+        assert not globally_by_v(plan())
+
+
+def test_offsets_over_and_under_a_top_k_keep_its_order() -> None:
+    with in_call(16):
+        assert globally_by_v(offset(lit(5), limit(lit(15), by_v())))
+        assert globally_by_v(GlobalLimit(lit(10), offset(lit(5), LocalLimit(lit(15), by_v()))))
+
+
+def test_a_window_orders_by_partition_keys_then_order_keys_within_partitions() -> None:
+    w = WindowNode((), (k,), (desc(v),), REL)
+    p = properties(w)
+    assert p.ordering_satisfy([asc(k), desc(v)], require_global=False)
+    assert not p.ordering_satisfy([asc(k), desc(v)], require_global=True)
+    assert not p.ordering_satisfy([desc(v)], require_global=False)
+
+
+def test_a_window_without_partition_keys_orders_globally_and_drops_its_inputs_order() -> None:
+    assert globally_by_v(WindowNode((), (), (asc(v),), REL))
+    assert not globally_by_v(WindowNode((), (), (asc(k),), by_v()))
+
+
+def test_a_union_of_one_child_keeps_its_order_of_two_none() -> None:
+    assert globally_by_v(Union((by_v(),)))
+    assert not properties(Union((by_v(), by_v()))).ordering_satisfy([asc(v)], False)
+
+
+def test_expand_keeps_no_order() -> None:
+    assert not properties(Expand(((v, k), (v, lit(None, T.INT))), (v, k), by_v())) \
+        .ordering_satisfy([asc(v)], False)
+
+
+def test_a_local_sort_over_one_partition_is_global() -> None:
+    assert globally_by_v(Sort((asc(v),), False, Repartition(1, True, REL)))
+    assert not globally_by_v(Sort((asc(v),), False, Repartition(2, True, REL)))
+
+
+# -- real pipelines ----------------------------------------------------------------------------
+
+ELIMINATE_SORTS_OFF = {
+    "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.EliminateSorts"}
+MODES = {
+    "N": {"spark.sparkext.enabled": "false"},
+    "S": {"spark.sparkext.enabled": "true"},
+    "S-": {"spark.sparkext.enabled": "true", **ELIMINATE_SORTS_OFF},
+}
+#: Small files become several scan partitions; four shuffle partitions (the session's).
+SCAN = {"spark.sql.files.maxPartitionBytes": "4096", "spark.sql.files.openCostInBytes": "1024"}
+THRESHOLD = "spark.sql.execution.topKSortFallbackThreshold"
+
+
+@pytest.fixture(scope="module")
+def data(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """3000 rows in six parquet files: k an INT with ties and NULLs, v a unique BIGINT in
+    scrambled order, s a string."""
+    sparkext.enable(spark)
+    path = str(tmp_path_factory.mktemp("topk") / "t")
+    with conf(spark, {"spark.sparkext.enabled": "false"}):
+        (spark.range(0, 3000, 1, 6).select(
+            F.when(F.col("id") % 7 == 0, None).otherwise(F.col("id") % 13).cast("int")
+            .alias("k"),
+            ((F.col("id") * 7919) % 3001).alias("v"),
+            F.col("id").cast("string").alias("s"))
+         .write.parquet(path))
+    yield path
+
+
+Case = tuple[Callable[[DataFrame], DataFrame], list[str], dict[str, str], bool]
+
+
+def case(build: Callable[[DataFrame], DataFrame], keys: list[str],
+         settings: dict[str, str] | None = None, top_k: bool = False) -> Case:
+    """A pipeline over the data, the keys whose sequence of values must match N's, extra
+    settings, and whether S's physical plan must hold a TakeOrderedAndProjectExec."""
+    return build, keys, settings or {}, top_k
+
+
+def w_part() -> Window:
+    return Window.partitionBy("k").orderBy("v")
+
+
+def row_number(spec: Any) -> Any:
+    return F.row_number().over(spec)
+
+
+REDUNDANT: dict[str, Case] = {
+    "top-k: a re-sort by the same key": case(
+        lambda d: d.orderBy("v").limit(10).orderBy("v"), ["v"], top_k=True),
+    "top-k: a re-sort by a prefix of its keys": case(
+        lambda d: d.orderBy("k", "v").limit(40).orderBy("k"), ["k"], top_k=True),
+    "top-k: descending, re-sorted descending": case(
+        lambda d: d.orderBy(F.desc("v")).limit(10).orderBy(F.desc("v")), ["v"], top_k=True),
+    "top-k: NULLS LAST, re-sorted NULLS LAST": case(
+        lambda d: d.orderBy(F.asc_nulls_last("k"), "v").limit(300)
+        .orderBy(F.asc_nulls_last("k"), "v"), ["k", "v"], top_k=True),
+    "top-k: two keys of mixed direction": case(
+        lambda d: d.orderBy("k", F.desc("v")).limit(25).orderBy("k", F.desc("v")),
+        ["k", "v"], top_k=True),
+    "top-k: a projection between the limit and the sort": case(
+        lambda d: d.orderBy("v").select("v", "k").limit(10).orderBy("v"), ["v"], top_k=True),
+    "top-k: a filter above the limit": case(
+        lambda d: d.orderBy("v").limit(50).where("k > 3").orderBy("v"), ["v"], top_k=True),
+    "top-k: an alias above the limit": case(
+        lambda d: d.orderBy("v").limit(10).select(F.col("v").alias("w"), "k").orderBy("w"),
+        ["w"], top_k=True),
+    "top-k: a copy of the key above the limit": case(
+        lambda d: d.orderBy("v").limit(10).withColumn("v2", F.col("v")).orderBy("v2", "v"),
+        ["v2"], top_k=True),
+    "top-k: a key made constant below": case(
+        lambda d: d.where("k = 5").orderBy("v").limit(10).orderBy("k", "v"), ["v"],
+        top_k=True),
+    "top-k: a key made constant above": case(
+        lambda d: d.orderBy("v").limit(200).where("k = 5").orderBy("k", "v"), ["v"],
+        top_k=True),
+    "top-k: a literal column first": case(
+        lambda d: d.orderBy("v").limit(10).withColumn("one", F.lit(1)).orderBy("one", "v"),
+        ["v"], top_k=True),
+    "top-k: an offset then a limit": case(
+        lambda d: d.orderBy("v").offset(5).limit(10).orderBy("v"), ["v"], top_k=True),
+    "top-k: a limit then an offset": case(
+        lambda d: d.orderBy("v").limit(15).offset(5).orderBy("v"), ["v"], top_k=True),
+    "top-k: a sort within partitions above it": case(
+        lambda d: d.orderBy("v").limit(10).sortWithinPartitions("v"), ["v"], top_k=True),
+    "top-k: just below the threshold": case(
+        lambda d: d.orderBy("v").limit(10).orderBy("v"), ["v"], {THRESHOLD: "11"}, top_k=True),
+    "top-k: in SQL": case(
+        lambda d: d.sparkSession.sql(
+            f"SELECT * FROM (SELECT * FROM parquet.`{d.inputFiles()[0].rsplit('/', 1)[0]}` "
+            "ORDER BY v DESC LIMIT 7) ORDER BY v DESC"), ["v"], top_k=True),
+    "window: a sort within partitions by its partition and order keys": case(
+        lambda d: d.withColumn("r", row_number(w_part())).sortWithinPartitions("k", "v"),
+        ["k", "v"]),
+    "window: a sort within partitions by its partition keys": case(
+        lambda d: d.withColumn("r", row_number(w_part())).sortWithinPartitions("k"), ["k"]),
+    "window without partition keys: a global sort by its order keys": case(
+        lambda d: d.withColumn("r", row_number(Window.orderBy("v"))).orderBy("v"), ["v"]),
+    "window without partition keys: descending": case(
+        lambda d: d.withColumn("r", row_number(Window.orderBy(F.desc("v")))).where("r > 3")
+        .orderBy(F.desc("v")), ["v"]),
+    "one partition: a global sort over a sort within partitions (repartition)": case(
+        lambda d: d.repartition(1).sortWithinPartitions("v").orderBy("v"), ["v"]),
+    "one partition: a global sort over a sort within partitions (coalesce)": case(
+        lambda d: d.coalesce(1).sortWithinPartitions("k", "v").orderBy("k"), ["k"]),
+    # A random column between: neither Catalyst nor the older sparkext removes the inner
+    # sort under it, and the outer one is redundant.
+    "one partition: a random column between the two sorts": case(
+        lambda d: d.repartition(1).sortWithinPartitions("v").select("v", F.rand(3).alias("r"))
+        .orderBy("v"), ["v"]),
+}
+
+NECESSARY: dict[str, Case] = {
+    "top-k: re-sorted the other direction": case(
+        lambda d: d.orderBy(F.desc("v")).limit(10).orderBy("v"), ["v"], top_k=True),
+    "top-k: NULLS FIRST re-sorted NULLS LAST": case(
+        lambda d: d.orderBy("k", "v").limit(300).orderBy(F.asc_nulls_last("k"), "v"),
+        ["k", "v"], top_k=True),
+    "top-k: DESC NULLS LAST re-sorted DESC NULLS FIRST": case(
+        lambda d: d.orderBy(F.desc("k"), "v").limit(300).orderBy(F.desc_nulls_first("k"), "v"),
+        ["k", "v"], top_k=True),
+    "top-k: re-sorted by another key": case(
+        lambda d: d.orderBy("v").limit(30).orderBy("k", "v"), ["k", "v"], top_k=True),
+    "top-k: re-sorted by more keys than it has": case(
+        lambda d: d.orderBy("k").limit(300).orderBy("k", "v"), ["k", "v"], top_k=True),
+    "limit at the threshold (no top-k)": case(
+        lambda d: d.orderBy("v").limit(10).orderBy("v"), ["v"], {THRESHOLD: "10"}),
+    "limit above the threshold (no top-k)": case(
+        lambda d: d.orderBy("v").limit(10).orderBy("v"), ["v"], {THRESHOLD: "5"}),
+    "an offset then a limit, their sum at the threshold": case(
+        lambda d: d.orderBy("v").offset(5).limit(10).orderBy("v"), ["v"], {THRESHOLD: "15"}),
+    "a limit then an offset, the limit at the threshold": case(
+        lambda d: d.orderBy("v").limit(15).offset(5).orderBy("v"), ["v"], {THRESHOLD: "15"}),
+    "an offset alone over a sort": case(
+        lambda d: d.orderBy("v").offset(2990).orderBy("v"), ["v"]),
+    "a limit over a sort within partitions": case(
+        lambda d: d.sortWithinPartitions("v").limit(10).orderBy("v"), ["v"]),
+    "a limit over unsorted data": case(lambda d: d.limit(10).orderBy("v"), ["v"]),
+    "window: a global sort by its partition and order keys": case(
+        lambda d: d.withColumn("r", row_number(w_part())).orderBy("k", "v"), ["k", "v"]),
+    "window: a sort within partitions by its order keys alone": case(
+        lambda d: d.withColumn("r", row_number(w_part())).sortWithinPartitions("v"), None),
+    "window: partition keys NULLS LAST": case(
+        lambda d: d.withColumn("r", row_number(w_part()))
+        .sortWithinPartitions(F.asc_nulls_last("k"), "v"), None),
+    "window without partition keys: the other direction": case(
+        lambda d: d.withColumn("r", row_number(Window.orderBy("v"))).orderBy(F.desc("v")),
+        ["v"]),
+    "window: the input's order is lost": case(
+        lambda d: d.orderBy("v").withColumn("n", F.count("*").over(Window.partitionBy("k")))
+        .orderBy("v"), ["v"]),
+    "aggregate over sorted input (HashAggregate keeps nothing)": case(
+        lambda d: d.orderBy("k").groupBy("k").agg(F.max("v").alias("m")).orderBy("k"), ["k"]),
+    "aggregate over input sorted within partitions": case(
+        lambda d: d.sortWithinPartitions("k").groupBy("k").agg(F.count("*").alias("n"))
+        .sortWithinPartitions("k"), None),
+    "rollup (Expand) over sorted input": case(
+        lambda d: d.orderBy("k").rollup("k").agg(F.min("v").alias("m")).orderBy("k", "m"),
+        ["k", "m"]),
+    "a union of two top-ks": case(
+        lambda d: d.orderBy("v").limit(5).union(d.orderBy("v").limit(5)).orderBy("v"), ["v"]),
+    "a sort within partitions over two partitions": case(
+        lambda d: d.repartition(2).sortWithinPartitions("v").orderBy("v"), ["v"]),
+}
+
+
+def count_sorts(plan: Any) -> int:
+    return sum(node.getClass().getSimpleName() == "Sort" for node in jvm_nodes(plan))
+
+
+Outcome = tuple[str, int, dict[tuple[str, str], tuple[int, list, bool]]]
+
+
+@pytest.fixture(scope="module")
+def outcomes(spark: SparkSession, data: str, request: pytest.FixtureRequest
+             ) -> dict[str, Outcome]:
+    results: dict[str, Outcome] = {}
+    for group, cases in (("redundant", REDUNDANT), ("necessary", NECESSARY)):
+        for name, (build, _, settings, _) in cases.items():
+            runs = {}
+            written = 0
+            for aqe in ("true", "false"):
+                for mode, mode_settings in MODES.items():
+                    with conf(spark, {**SCAN, **settings, **mode_settings,
+                                      "spark.sql.adaptive.enabled": aqe}):
+                        df = build(spark.read.parquet(data))
+                        qe = df._jdf.queryExecution()
+                        physical = qe.executedPlan().toString()
+                        runs[(aqe, mode)] = (count_sorts(qe.optimizedPlan()), collect(df),
+                                             "TakeOrderedAndProject" in physical)
+                        written = count_sorts(qe.analyzed())
+            results[name] = (group, written, runs)
+    report(request, summary(results))
+    return results
+
+
+def summary(results: dict[str, Outcome]) -> list[str]:
+    spark_alone = only_sparkext = stays = 0
+    for group, _, runs in results.values():
+        if group == "necessary":
+            stays += 1
+        elif runs[("true", "S")][0] < runs[("true", "N")][0]:
+            only_sparkext += 1
+        else:
+            spark_alone += 1
+    return [f"top-k, window, one partition: Spark alone removes the sort: {spark_alone}; "
+            f"only sparkext removes it: {only_sparkext}; the sort rightly stays: {stays}"]
+
+
+def test_the_data_is_read_as_several_partitions(spark: SparkSession, data: str) -> None:
+    with conf(spark, SCAN):
+        assert spark.read.parquet(data).rdd.getNumPartitions() > 2
+    assert len(list(Path(data).glob("*.parquet"))) == 6
+
+
+def test_the_request_carries_the_sessions_top_k_threshold(spark: SparkSession,
+                                                          data: str) -> None:
+    seen: list[int | None] = []
+
+    def record(plan: LogicalPlan) -> LogicalPlan:
+        ctx = current()
+        seen.append(None if ctx is None else ctx.top_k_threshold)
+        return plan
+
+    with conf(spark, {THRESHOLD: "1234"}), rules_enabled(spark, [record]):
+        spark.read.parquet(data).orderBy("v").limit(3).collect()
+    assert seen and set(seen) == {1234}
+
+
+def key_sequence(rows: list, keys: list[str]) -> list[tuple]:
+    return [tuple(r[c] for c in keys) for r in rows]
+
+
+def check(runs: dict, keys: list[str] | None, top_k: bool) -> None:
+    for aqe in ("true", "false"):
+        expected = runs[(aqe, "N")][1]
+        for mode in ("S", "S-"):
+            _, rows, planned_top_k = runs[(aqe, mode)]
+            assert_same_rows(expected, rows)
+            if keys:
+                assert key_sequence(rows, keys) == key_sequence(expected, keys), (aqe, mode)
+            if top_k:
+                assert planned_top_k, f"{mode}, AQE {aqe}: no TakeOrderedAndProjectExec left"
+
+
+def sort_counts(runs: dict) -> Iterator[tuple[str, int, int, int]]:
+    """(AQE, Sort nodes in N, in S, in S-) for AQE on, then off."""
+    for aqe in ("true", "false"):
+        n, s, s_minus = (runs[(aqe, m)][0] for m in ("N", "S", "S-"))
+        yield aqe, n, s, s_minus
+
+
+@pytest.mark.parametrize("name", list(REDUNDANT))
+def test_a_redundant_sort_is_removed(outcomes: dict[str, Outcome], name: str) -> None:
+    _, written, runs = outcomes[name]
+    _, keys, _, top_k = REDUNDANT[name]
+    for aqe, n, s, s_minus in sort_counts(runs):
+        assert s < written and s_minus < written and s <= n, (aqe, written, n, s, s_minus)
+    check(runs, keys, top_k)
+
+
+@pytest.mark.parametrize("name", list(NECESSARY))
+def test_a_necessary_sort_stays(outcomes: dict[str, Outcome], name: str) -> None:
+    _, _, runs = outcomes[name]
+    _, keys, _, top_k = NECESSARY[name]
+    for aqe, n, s, s_minus in sort_counts(runs):
+        assert n >= 1 and s == n and s_minus == n, (aqe, n, s, s_minus)
+    check(runs, keys, top_k)
