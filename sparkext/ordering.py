@@ -510,9 +510,7 @@ def _range_partitioned_for(child: LogicalPlan, order) -> bool:
     """Whether ``child`` is range-partitioned on keys that agree with ``order`` on their
     common prefix: each partition then holds one range, in partition order, and a sort
     within partitions is a global sort."""
-    node = child
-    while isinstance(node, (Project, Filter)) and node.deterministic:
-        node = node.children[0]
+    node = _through_in_place(child)
     if not isinstance(node, RepartitionByExpression):
         return False
     keys = [k for k in node.partition_expressions if isinstance(k, SortOrder)]
@@ -571,20 +569,44 @@ def _top_k_input(plan: LogicalPlan) -> LogicalPlan | None:
 
 
 def _is_sort_output(plan: LogicalPlan) -> bool:
-    """A global Sort, or one Project directly over it: the two inputs a top-K takes."""
+    """A global Sort, or one Project directly over it: the two inputs a top-K takes. The
+    Project must still be there, as it is, when Spark plans the limit (_stays_in_place)."""
     if isinstance(plan, Project):
+        if not _stays_in_place(plan):
+            return False
         plan = plan.child
     return isinstance(plan, Sort) and plan.is_global
 
 
+#: Python UDF calls: Spark's ExtractPythonUDFs batch, after sparkext, moves them into a
+#: BatchEvalPython/ArrowEvalPython node below the Project or Filter that holds them.
+_PYTHON_UDFS = frozenset(n for n in names.USER_DEFINED if n.startswith("Python"))
+
+
+def _stays_in_place(node: Project | Filter) -> bool:
+    """Whether Spark plans ``node`` as it is, over its input's partitions, after sparkext:
+    deterministic, without a subquery (RewriteSubquery turns IN/EXISTS and scalar subqueries
+    into joins, which may shuffle) and without a Python UDF (extracted into a node of its
+    own, which SpecialLimits does not look through)."""
+    return node.deterministic and not any(
+        e.exists(lambda x: isinstance(x, OpaqueExpression)
+                 and (x.is_subquery or x.cls in _PYTHON_UDFS))
+        for e in node.expressions)
+
+
+def _through_in_place(plan: LogicalPlan) -> LogicalPlan:
+    """``plan`` below the Projects and Filters on top of it that keep its partitions."""
+    node = plan
+    while isinstance(node, (Project, Filter)) and _stays_in_place(node):
+        node = node.children[0]
+    return node
+
+
 def _one_partition(plan: LogicalPlan) -> bool:
     """Whether Spark plans ``plan``'s rows as one partition: a repartition or coalesce to
-    one partition, through deterministic Projects and Filters. (Adaptive execution never
+    one partition, through Projects and Filters that keep it (_stays_in_place). (Adaptive execution never
     changes a partition count the user gave.)"""
-    node = plan
-    while isinstance(node, (Project, Filter)) and node.deterministic:
-        node = node.children[0]
-    match node:
+    match _through_in_place(plan):
         case Repartition(num_partitions=1) | RepartitionByExpression(opt_num_partitions=1):
             return True
         case _:

@@ -630,9 +630,48 @@ TOPK_REDUNDANT = {
     "one partition: a global sort over a sort within partitions, a random column between": (
         lambda s: s["events"].repartition(1).sortWithinPartitions("ts")
         .select("ts", F.rand(3).alias("r")).orderBy("ts"), ["ts"]),
+    "top-k with an offset: re-sorted by the same key": (
+        lambda s: s["events"].orderBy("eid").offset(2).limit(10).orderBy("eid"), ["eid"]),
+    "top-k: a filter above it keeps its order": (
+        lambda s: s["events"].orderBy("eid").limit(30).where("amount > 0").orderBy("eid"),
+        ["eid"]),
+    "top-k: the key renamed above it": (
+        lambda s: s["events"].orderBy("eid").limit(15).select(F.col("eid").alias("e"), "host")
+        .orderBy("e"), ["e"]),
+    "top-k: descending, re-sorted by a descending prefix": (
+        lambda s: s["events"].orderBy(F.desc("host"), F.desc("eid")).limit(10)
+        .orderBy(F.desc("host")), ["host"]),
+    "top-k: NULLS LAST kept by the re-sort": (
+        lambda s: s["events"].orderBy(F.asc_nulls_last("kind"), "eid").limit(10)
+        .orderBy(F.asc_nulls_last("kind"), "eid"), ["kind", "eid"]),
+    "window: sorted within partitions by its partition key, a prefix": (
+        lambda s: s["events"].withColumn(
+            "r", F.rank().over(Window.partitionBy("host").orderBy("ts")))
+        .sortWithinPartitions("host"), None),
 }
 
 TOPK_NECESSARY = {
+    "a limit at the top-K threshold (not a top-K): re-sorted": (
+        lambda s: s["events"].orderBy("eid").limit(2147483632).orderBy("eid"), ["eid"]),
+    "top-k: descending NULLS LAST re-sorted NULLS FIRST": (
+        lambda s: s["events"].orderBy(F.desc("kind"), "eid").limit(10)
+        .orderBy(F.desc_nulls_first("kind"), "eid"), ["kind", "eid"]),
+    "top-k: re-sorted by another key": (
+        lambda s: s["events"].orderBy("eid").limit(10).orderBy("ts"), ["ts"]),
+    "top-k with an offset: re-sorted descending": (
+        lambda s: s["events"].orderBy("eid").offset(2).limit(10).orderBy(F.desc("eid")),
+        ["eid"]),
+    "window partitioned: a global sort by its order key alone": (
+        lambda s: s["events"].withColumn(
+            "r", F.rank().over(Window.partitionBy("host").orderBy("ts"))).orderBy("ts"),
+        ["ts"]),
+    "top-k with a Python UDF in its projection (extracted after sparkext): re-sorted": (
+        lambda s: s["events"].orderBy("eid")
+        .select("eid", F.udf(lambda x: x, "long")("eid").alias("w")).limit(10)
+        .where("w >= 0").orderBy("eid"), ["eid"]),
+    "two top-Ks in a union: re-sorted": (
+        lambda s: s["events"].orderBy("eid").limit(5)
+        .union(s["events"].orderBy(F.desc("eid")).limit(5)).orderBy("eid"), ["eid"]),
     "top-k: descending re-sorted ascending": (
         lambda s: s["events"].orderBy(F.desc("ts")).limit(10).orderBy("ts"), ["ts"]),
     "top-k: re-sorted by more keys": (

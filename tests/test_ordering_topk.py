@@ -24,10 +24,12 @@ from pyspark.sql import functions as F
 import sparkext
 from sparkext import types as T
 from sparkext.context import CallContext, current, scoped
-from sparkext.expressions import Add, AttributeReference, Expression, asc, desc, lit
+from sparkext.expressions import (
+    Add, Alias, AttributeReference, Expression, In, OpaqueExpression, asc, desc, lit)
 from sparkext.ordering import properties
 from sparkext.plan import (
     Expand,
+    Filter,
     GlobalLimit,
     LocalLimit,
     LogicalPlan,
@@ -65,6 +67,15 @@ def by_v() -> Sort:
     return Sort((asc(v),), True, REL)
 
 
+def python_udf() -> OpaqueExpression:
+    return OpaqueExpression("PythonUDF", (v,), 90, _type=T.LONG)
+
+
+def scalar_subquery() -> OpaqueExpression:
+    s = AttributeReference("s", T.LONG, True, None, 3)
+    return OpaqueExpression("ScalarSubquery", (), 91, _type=T.LONG, subquery_output=(s,))
+
+
 def globally_by_v(plan: LogicalPlan) -> bool:
     return properties(plan).ordering_satisfy([asc(v)], require_global=True)
 
@@ -93,6 +104,12 @@ def test_a_literal_limit_below_the_threshold_over_a_global_sort_keeps_its_order(
      lambda: GlobalLimit(lit(10), offset(lit(5), LocalLimit(lit(15), by_v())))),
     ("a limit over an offset whose local limit is not their sum", 100,
      lambda: GlobalLimit(lit(10), offset(lit(5), LocalLimit(lit(10), by_v())))),
+    ("a Python UDF in the projection between the limit and the sort (Spark extracts it "
+     "into a BatchEvalPython node after sparkext)", 100,
+     lambda: limit(lit(10), Project((v, Alias(python_udf(), "w")), by_v()))),
+    ("a scalar subquery in the projection between the limit and the sort (a join after "
+     "sparkext)", 100,
+     lambda: limit(lit(10), Project((v, Alias(scalar_subquery(), "s")), by_v()))),
     ("an offset alone", 100, lambda: offset(lit(5), by_v())),
     ("a non-literal offset", 100,
      lambda: offset(Add(lit(2), lit(3)), limit(lit(10), by_v()))),
@@ -135,6 +152,18 @@ def test_expand_keeps_no_order() -> None:
 def test_a_local_sort_over_one_partition_is_global() -> None:
     assert globally_by_v(Sort((asc(v),), False, Repartition(1, True, REL)))
     assert not globally_by_v(Sort((asc(v),), False, Repartition(2, True, REL)))
+
+
+def test_a_subquery_or_python_udf_between_the_local_sort_and_the_one_partition_breaks_it(
+        ) -> None:
+    # An IN subquery becomes a semi join after sparkext, which may shuffle the one partition
+    # into many; a Python UDF gets a node of its own.
+    one = Repartition(1, True, REL)
+    in_subquery = Filter(In(v, (scalar_subquery(),)), one)
+    assert globally_by_v(Sort((asc(v),), False, Filter(In(v, (lit(1, T.LONG),)), one)))
+    assert not globally_by_v(Sort((asc(v),), False, in_subquery))
+    assert not globally_by_v(Sort((asc(v),), False,
+                                  Project((v, k, Alias(python_udf(), "w")), one)))
 
 
 # -- real pipelines ----------------------------------------------------------------------------
