@@ -47,8 +47,10 @@ and ``Limit(n, Offset(o, LocalLimit(n + o, ...)))`` of those two shapes as one
 after. It does so only when ``n`` (``n + o`` for a limit over an offset) is an integer
 literal below ``spark.sql.execution.topKSortFallbackThreshold`` (the request header's
 ``topk``: :attr:`sparkext.context.CallContext.top_k_threshold`); any other Limit is a
-GlobalLimit whose exchange loses order. The sort under the limit is the top-K itself:
-``eliminate_sorts`` never removes it.
+GlobalLimit whose exchange loses order. The Project must reach the planner as it is: one
+holding a Python UDF or a subquery does not (Spark extracts the UDF into a node of its own,
+and turns the subquery into a join, after sparkext has run). The sort under the limit is
+the top-K itself: ``eliminate_sorts`` never removes it.
 
 Monotonic functions. What an expression does to orderings is declared on its class, by
 :meth:`Expression.ordering_fact <sparkext.expressions.Expression.ordering_fact>`
