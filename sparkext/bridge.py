@@ -255,7 +255,7 @@ def split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:
     return executors
 
 
-def _defined_at(rule: Rule) -> str:
+def defined_at(rule: Rule) -> str:
     """``module:line`` of a rule's function, for messages that must tell two rules apart."""
     fn = inspect.unwrap(rule.fn)
     code = getattr(fn, "__code__", None)
@@ -275,5 +275,5 @@ def _refuse_duplicate_names(batches: tuple[Batch, ...]) -> None:
             if seen != rule:
                 raise ValueError(
                     f"two different rules are named {rule.name!r}: one defined at "
-                    f"{_defined_at(seen)}, the other at {_defined_at(rule)}. Rule names must "
+                    f"{defined_at(seen)}, the other at {defined_at(rule)}. Rule names must "
                     "be unique (spark.sparkext.excludedRules uses them): rename one.")

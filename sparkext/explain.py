@@ -144,11 +144,11 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *,
 
     import sparkext
     from sparkext.rules import builtin_batches
-    from sparkext.session import SparkextError, _is_connect
+    from sparkext.session import SparkextError, is_connect
     from sparkext.testing.plans import normalize_plan
 
     spark = df.sparkSession
-    if _is_connect(spark):
+    if is_connect(spark):
         raise SparkextError("sparkext.explain needs a classic session (the plan is optimized "
                             "again in the driver); on Spark Connect read the metrics, or "
                             "EXPLAIN EXTENDED on the server (Spark 4.x)")

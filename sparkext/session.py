@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from py4j.protocol import Py4JJavaError
 
 from sparkext import versions
-from sparkext.bridge import RuleBridge, _defined_at, registration
+from sparkext.bridge import RuleBridge, defined_at, registration
 from sparkext.channel import channel
 from sparkext.optimizer import (
     FIXED_POINT,
@@ -297,7 +297,7 @@ def _check_no_session_without_the_extension() -> None:
         "then call sparkext.configure(SparkSession.builder).getOrCreate().")
 
 
-def _is_connect(spark: object) -> TypeIs[ConnectSession]:
+def is_connect(spark: object) -> TypeIs[ConnectSession]:
     # Without the module loaded, no Connect session exists (and importing it needs grpc).
     connect = sys.modules.get("pyspark.sql.connect.session")
     return connect is not None and isinstance(spark, connect.SparkSession)
@@ -306,7 +306,7 @@ def _is_connect(spark: object) -> TypeIs[ConnectSession]:
 def _jsession(spark: SparkSession | ConnectSession) -> Any:
     js = getattr(spark, "_jsparkSession", None)
     if js is None:
-        if _is_connect(spark):
+        if is_connect(spark):
             raise SparkextError(
                 "a Spark Connect client cannot register Python rules: they run on the "
                 "server's driver, which names them in spark.sparkext.rules when it starts. "
@@ -452,7 +452,7 @@ def _check_takes_one_plan(r: Rule) -> None:
     try:
         signature.bind(None)
     except TypeError as e:
-        raise TypeError(f"rule {r.name!r} (defined at {_defined_at(r)}) must take exactly one "
+        raise TypeError(f"rule {r.name!r} (defined at {defined_at(r)}) must take exactly one "
                         f"argument, the plan; its signature is {signature} ({e})") from None
 
 
@@ -485,7 +485,7 @@ def metrics(spark: SparkSession | ConnectSession) -> dict[str, Any]:
     On a Spark Connect session they come from ``SELECT * FROM sparkext_metrics()``, the
     table function the extension adds on the server (same counters, same names; there
     ``rules`` is a JSON column, decoded here)."""
-    if _is_connect(spark):
+    if is_connect(spark):
         m = _metrics_row(spark, "sparkext_metrics")
         m["rules"] = json.loads(m["rules"]) if m.get("rules") else {}
         return m
@@ -493,7 +493,7 @@ def metrics(spark: SparkSession | ConnectSession) -> dict[str, Any]:
 
 
 def reset_metrics(spark: SparkSession | ConnectSession) -> None:
-    if _is_connect(spark):
+    if is_connect(spark):
         _metrics_row(spark, "sparkext_reset_metrics")
     else:
         _registry(spark).resetMetrics(_jsession(spark))
