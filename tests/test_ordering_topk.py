@@ -250,6 +250,14 @@ REDUNDANT: dict[str, Case] = {
         lambda d: d.orderBy("v").offset(5).limit(10).orderBy("v"), ["v"], top_k=True),
     "top-k: a limit then an offset": case(
         lambda d: d.orderBy("v").limit(15).offset(5).orderBy("v"), ["v"], top_k=True),
+    # Catalyst's ColumnPruning and CollapseProject run after sparkext: a narrower or
+    # non-deterministic projection above the removed re-sort must leave the top-K planned.
+    "top-k: a narrower projection above the re-sort": case(
+        lambda d: d.orderBy("v").limit(10).orderBy("v").select("k", "s"), ["k", "s"],
+        top_k=True),
+    "top-k: a random column above the re-sort": case(
+        lambda d: d.orderBy("v").limit(10).orderBy("v").select("s", F.rand(1).alias("r")),
+        ["s"], top_k=True),
     "top-k: a sort within partitions above it": case(
         lambda d: d.orderBy("v").limit(10).sortWithinPartitions("v"), ["v"], top_k=True),
     "top-k: just below the threshold": case(
