@@ -174,7 +174,7 @@ def report(suite: str, n: int, modes: list[str], totals: dict[str, list[float]],
         ours = rules.get(SPARKEXT_RULE, [0, 0, 0])
         calls = sum(mt["calls"] for mt, _ in last[m])
         skipped = sum(mt["skipped"] for mt, _ in last[m])
-        python_ms = sum(mt["python_ms"] for mt, _ in last[m])
+        python_ms = sum(mt["python_nanos"] for mt, _ in last[m]) / 1e6
         per_call = f"{python_ms / calls:.2f} ms Python per call" if calls else "no calls"
         print(f"- {m}: Catalyst rules sparkext duplicates {dup:.1f} ms; {SPARKEXT_RULE} "
               f"{ours[0] / 1e6:.1f} ms over {ours[1]} invocations ({ours[2]} effective); "
