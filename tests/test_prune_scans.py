@@ -16,7 +16,6 @@ Three ways in one session, as in ``test_catalyst_parity``:
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession

@@ -22,7 +22,6 @@ import json
 import statistics
 import sys
 import time
-
 from collections import Counter
 
 from tests.fuzz.generate import case_seed, generate
