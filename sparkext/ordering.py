@@ -34,7 +34,7 @@ Derivation per node:
 | Offset, any other (an ``Opaque``) | none | none |
 | Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
 | Aggregate | none, whatever the input's order: Spark picks HashAggregate (which keeps no order) or SortAggregate at planning, out of sparkext's sight | grouping outputs that were constant stay constant |
-| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). The input's order is lost | passed on |
+| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). The input's order is lost. Only while the Window stays: see :func:`windows_pruned` | passed on |
 | Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit and Window: ``keeps_child_equivalences`` on the class) | none | passed on |
 | Union of one child | the child's | the child's |
 | Union of several children, Expand, Opaque | none (nothing holds across children; Expand interleaves its projections' rows) | none |
@@ -118,6 +118,7 @@ from sparkext.expressions import (
     OpaqueExpression,
     OrderingFact,
     SortOrder,
+    to_attribute,
     type_or_none,
 )
 from sparkext.plan import (
@@ -138,7 +139,8 @@ from sparkext.plan import (
 )
 from sparkext.predicates import contains_subquery, split_conjuncts
 
-__all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties"]
+__all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties",
+           "windows_pruned"]
 
 _INTEGRAL = ("byte", "short", "integer", "long")
 #: How many functions deep a key is followed to the ordered expression it is a function of.
@@ -626,6 +628,47 @@ def _window(partition_spec: tuple[Expression, ...], order_spec: tuple[SortOrder,
     keys = tuple(SortKey(e) for e in partition_spec) + _keys(order_spec)
     p.orderings = [Ordering(keys, not partition_spec)] if keys else []
     return p
+
+
+def windows_pruned(plan: LogicalPlan) -> int:
+    """How many Windows in ``plan`` produce no column anything above them needs: the
+    Windows that Catalyst's ColumnPruning, which runs again after sparkext (in the
+    RewriteSubquery batch), replaces by their input, taking their order with them.
+
+    An ordering read from a Window holds only if the Window stays. A rule that removes a
+    sort, or drops its keys, must not leave a Window it relied on unneeded (a sort by
+    ``k, rn`` over ``rn = row_number() OVER (ORDER BY k)``, its ``rn`` dropped after the
+    sort, keeps that Window alive alone). The needed set is the smallest Catalyst's pruning
+    could keep (what each node reads, plus what is needed of its output; a Project, an
+    Aggregate and a Window read only for the entries that are needed), so a Window that
+    pruning might remove is counted."""
+    def drop_unneeded(node: LogicalPlan, needed: frozenset) -> int:
+        match node:
+            case Window(window_expressions=wexprs, child=child):
+                kept = [w for w in wexprs if to_attribute(w).expr_id in needed]
+                below = (needed & child.output_ids).union(
+                    *(e.references for e in kept),
+                    *(e.references for e in node.partition_spec),
+                    *(o.references for o in node.order_spec))
+                return (0 if kept else 1) + drop_unneeded(child, below)
+            case Project(project_list=exprs, child=child):
+                return drop_unneeded(child, frozenset().union(
+                    *(e.references for e in exprs if to_attribute(e).expr_id in needed)))
+            case Aggregate(grouping_expressions=keys, aggregate_expressions=aggs, child=child):
+                return drop_unneeded(child, frozenset().union(
+                    *(e.references for e in keys),
+                    *(e.references for e in aggs if to_attribute(e).expr_id in needed)))
+            case Union(children=children):
+                positions = [i for i, a in enumerate(node.output) if a.expr_id in needed]
+                return sum(drop_unneeded(c, frozenset(
+                    c.output[i].expr_id for i in positions if i < len(c.output)))
+                    for c in children)
+            case _:
+                return sum(drop_unneeded(c, (needed & c.output_ids) | node.references)
+                           for c in node.children)
+    if not plan.contains_any((Window,)):
+        return 0
+    return drop_unneeded(plan, plan.output_ids)
 
 
 def _join(left, right, jt, cond) -> EquivalenceProperties:

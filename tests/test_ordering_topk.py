@@ -26,8 +26,11 @@ from sparkext import types as T
 from sparkext.context import CallContext, current, scoped
 from sparkext.expressions import (
     Add, Alias, AttributeReference, Expression, In, OpaqueExpression, asc, desc, lit)
-from sparkext.ordering import properties
+from sparkext.ordering import properties, windows_pruned
+from sparkext.rules.eliminate_sorts import eliminate_sorts
+from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.plan import (
+    Aggregate,
     Expand,
     Filter,
     GlobalLimit,
@@ -139,6 +142,43 @@ def test_a_window_without_partition_keys_orders_globally_and_drops_its_inputs_or
     assert not globally_by_v(WindowNode((), (), (asc(k),), by_v()))
 
 
+def window_column_then_sort(keep_r: bool) -> Project:
+    """``Project(v [, r], Sort(v, r, Window(r = f() OVER (ORDER BY v), Aggregate(v))))``:
+    ``v`` is unique after the grouping, so the sort needs ``v`` alone, and the Window's
+    order is ``v``'s already; the sort is all that needs ``r`` unless ``keep_r``."""
+    r_alias = Alias(OpaqueExpression("WindowExpression", (v,), 92, _type=T.INT), "r", 7)
+    r = r_alias.to_attribute()
+    window = WindowNode((r_alias,), (), (asc(v),), Aggregate((v,), (v,), REL))
+    return Project((v, r) if keep_r else (v,), Sort((asc(v), asc(r)), True, window))
+
+
+@pytest.mark.parametrize("rule", [eliminate_sorts, simplify_sort_keys])
+def test_no_sort_or_key_goes_when_that_leaves_a_window_nothing_needs(
+        rule: Callable[[LogicalPlan], LogicalPlan]) -> None:
+    dropped = window_column_then_sort(keep_r=False)
+    assert windows_pruned(dropped) == 0
+    assert rule(dropped) is dropped  # the sort keeps the Window alive: it must stay whole
+
+
+@pytest.mark.parametrize("rule", [eliminate_sorts, simplify_sort_keys])
+def test_a_window_whose_column_is_needed_above_keeps_its_order(
+        rule: Callable[[LogicalPlan], LogicalPlan]) -> None:
+    kept = window_column_then_sort(keep_r=True)
+    out = rule(kept)
+    sorts = [n for n in out.walk() if isinstance(n, Sort)]
+    assert sorts == [] if rule is eliminate_sorts else [s.order for s in sorts] == [(asc(v),)]
+    assert windows_pruned(out) == 0
+
+
+def test_windows_pruned_counts_the_windows_no_column_of_which_is_needed() -> None:
+    window = window_column_then_sort(keep_r=True).child.child
+    assert windows_pruned(Project((v,), window)) == 1
+    assert windows_pruned(Project((v,), Sort((asc(v),), True, window))) == 1
+    assert windows_pruned(Filter(In(v, (lit(1, T.LONG),)), window)) == 0  # the root needs r
+    assert windows_pruned(window_column_then_sort(keep_r=False)) == 0  # the sort needs r
+    assert windows_pruned(Union((Project((v,), window), Project((v,), window)))) == 2
+
+
 def test_a_union_of_one_child_keeps_its_order_of_two_none() -> None:
     assert globally_by_v(Union((by_v(),)))
     assert not properties(Union((by_v(), by_v()))).ordering_satisfy([asc(v)], False)
@@ -210,6 +250,11 @@ def w_part() -> Window:
     return Window.partitionBy("k").orderBy("v")
 
 
+def grouped(d: DataFrame) -> DataFrame:
+    """One row per ``k`` (NULL included): ``k`` is a unique key."""
+    return d.groupBy("k").agg(F.sum("v").alias("t"))
+
+
 def row_number(spec: Any) -> Any:
     return F.row_number().over(spec)
 
@@ -276,6 +321,9 @@ REDUNDANT: dict[str, Case] = {
     "window without partition keys: descending": case(
         lambda d: d.withColumn("r", row_number(Window.orderBy(F.desc("v")))).where("r > 3")
         .orderBy(F.desc("v")), ["v"]),
+    "window over a unique key: re-sorted by it and the window's column": case(
+        lambda d: grouped(d).withColumn("r", row_number(Window.orderBy("k")))
+        .orderBy("k", "r"), ["k"]),
     "one partition: a global sort over a sort within partitions (repartition)": case(
         lambda d: d.repartition(1).sortWithinPartitions("v").orderBy("v"), ["v"]),
     "one partition: a global sort over a sort within partitions (coalesce)": case(
@@ -288,6 +336,14 @@ REDUNDANT: dict[str, Case] = {
 }
 
 NECESSARY: dict[str, Case] = {
+    # The sort is all that needs the window's column: without it Catalyst's column pruning,
+    # which runs again after sparkext, removes the Window and its order with it.
+    "window over a unique key: re-sorted by it and the window's column, dropped after": case(
+        lambda d: grouped(d).withColumn("r", row_number(Window.orderBy("k")))
+        .orderBy("k", "r").drop("r"), ["k"]),
+    "window partitioned by a unique key: sorted within partitions, the column dropped": case(
+        lambda d: grouped(d).withColumn("r", row_number(Window.partitionBy("k").orderBy("t")))
+        .sortWithinPartitions("k", "r").drop("r"), ["k"]),
     "top-k: re-sorted the other direction": case(
         lambda d: d.orderBy(F.desc("v")).limit(10).orderBy("v"), ["v"], top_k=True),
     "top-k: NULLS FIRST re-sorted NULLS LAST": case(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from sparkext import catalyst_names as names
 from sparkext.expressions import OpaqueExpression
-from sparkext.ordering import properties
+from sparkext.ordering import properties, windows_pruned
 from sparkext.plan import (
     Aggregate,
     Filter,
@@ -39,6 +39,7 @@ from sparkext.plan import (
     Repartition,
     RepartitionByExpression,
     Sort,
+    Window,
 )
 
 __all__ = ["eliminate_sorts"]
@@ -47,38 +48,51 @@ _FLOATING = ("float", "double")
 
 
 def eliminate_sorts(plan: LogicalPlan) -> LogicalPlan:
-    """Removes redundant Sort nodes; returns ``plan`` itself when none is redundant."""
-    return _down(plan, under_limit=False)
+    """Removes redundant Sort nodes; returns ``plan`` itself when none is redundant.
+
+    A Window's order holds only while the Window stays: when removing sorts would leave a
+    Window that Catalyst's later column pruning removes (``ordering.windows_pruned``: a
+    sort was what needed its column), no sort above a Window is removed, and if even that
+    leaves more such Windows than ``plan`` had, nothing is."""
+    result = _down(plan, under_limit=False, over_windows=True)
+    if result is plan or not windows_pruned(result):
+        return result
+    result = _down(plan, under_limit=False, over_windows=False)
+    return result if windows_pruned(result) <= windows_pruned(plan) else plan
 
 
-def _down(node: LogicalPlan, under_limit: bool) -> LogicalPlan:
+def _down(node: LogicalPlan, under_limit: bool, over_windows: bool) -> LogicalPlan:
+    def down(child: LogicalPlan, under: bool) -> LogicalPlan:
+        return _down(child, under, over_windows)
+
     match node:
         case Sort(order=order, is_global=is_global, child=child):
-            props = properties(child)
-            if all(props.constant(o.child) is not None for o in order):
-                return _down(child, under_limit)
-            if not under_limit and props.ordering_satisfy(order, require_global=is_global):
-                return _down(child, under_limit)
-            new_child = _down(_remove_overridden(child, is_global), False)
+            if over_windows or not child.contains_any((Window,)):
+                props = properties(child)
+                if all(props.constant(o.child) is not None for o in order):
+                    return down(child, under_limit)
+                if not under_limit and props.ordering_satisfy(order, require_global=is_global):
+                    return down(child, under_limit)
+            new_child = down(_remove_overridden(child, is_global), False)
             return node if new_child is child else node.copy(child=new_child)
         case GlobalLimit(child=child) | LocalLimit(child=child):
-            return _with_child(node, _down(child, True))
+            return _with_child(node, down(child, True))
         case Project() if under_limit:
             # Spark plans Limit(Project(Sort)) as one top-k whatever the projection
             # computes (rand() included): the sort under it is part of the top-k.
-            return _with_child(node, _down(node.children[0], True))
+            return _with_child(node, down(node.children[0], True))
         case Filter() if under_limit and node.deterministic:
-            return _with_child(node, _down(node.children[0], True))
+            return _with_child(node, down(node.children[0], True))
         case Join(left=left, right=right, condition=cond) if cond is None or cond.deterministic:
-            new_left = _down(_remove_overridden(left, True), False)
-            new_right = _down(_remove_overridden(right, True), False)
+            new_left = down(_remove_overridden(left, True), False)
+            new_right = down(_remove_overridden(right, True), False)
             if new_left is left and new_right is right:
                 return node
             return node.copy(left=new_left, right=new_right)
         case Aggregate(aggregate_expressions=aggs, child=child) if _order_insensitive(aggs):
-            return _with_child(node, _down(_remove_overridden(child, True), False))
+            return _with_child(node, down(_remove_overridden(child, True), False))
         case _:
-            return node.with_new_children([_down(c, False) for c in node.children])
+            return node.with_new_children([down(c, False) for c in node.children])
 
 
 def _with_child(node: LogicalPlan, child: LogicalPlan) -> LogicalPlan:

@@ -24,15 +24,21 @@ A Sort whose keys are all constant is left to ``eliminate_sorts``.
 from __future__ import annotations
 
 from sparkext.expressions import SortOrder
-from sparkext.ordering import properties
+from sparkext.ordering import properties, windows_pruned
 from sparkext.plan import LogicalPlan, Sort
 
 __all__ = ["simplify_sort_keys"]
 
 
 def simplify_sort_keys(plan: LogicalPlan) -> LogicalPlan:
-    """Drops redundant sort keys; returns ``plan`` itself when there are none."""
-    return plan.transform_up(_simplify)
+    """Drops redundant sort keys; returns ``plan`` itself when there are none, or when
+    dropping them would leave a Window that nothing needs any more (a dropped key was the
+    only reader of its column): Catalyst's later column pruning would remove it, and a
+    sort ``eliminate_sorts`` removed on the strength of its order would be wrong."""
+    result = plan.transform_up(_simplify)
+    if result is not plan and windows_pruned(result) > windows_pruned(plan):
+        return plan
+    return result
 
 
 def _simplify(node: LogicalPlan) -> LogicalPlan:
