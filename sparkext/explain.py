@@ -33,7 +33,6 @@ from sparkext.optimizer import (
     RuleExecutor,
     RuleStats,
     Step,
-    as_rule,
 )
 from sparkext.plan import LogicalPlan
 
@@ -114,6 +113,9 @@ class _Tracer:
     def __init__(self, executor: RuleExecutor, explanation: Explanation):
         self.executor = executor
         self.explanation = explanation
+        #: the rules whose changes this position's answers carried (the JVM validates an
+        #: answer as a whole: a refusal is of one of them)
+        self.changed: set[str] = set()
 
     def __call__(self, plan: LogicalPlan) -> LogicalPlan:
         ctx = current()
@@ -127,6 +129,7 @@ class _Tracer:
             result.plan = plan  # as the bridge: a failing rule leaves the plan as it was
             result.steps.clear()
         self.explanation.steps += result.steps
+        self.changed.update(step.rule for step in result.steps)
         for name, s in result.stats.items():
             total = self.explanation.stats.setdefault(name, RuleStats())
             total.invocations += s.invocations
@@ -136,15 +139,15 @@ class _Tracer:
         return result.plan
 
 
-def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *,
+def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: bool = True,
             batches: Iterable[Batch] | None = None) -> Explanation:
-    """What ``rules`` (default: the built-in rules; or ``batches``) do to ``df``'s plan.
-    ``df`` is a DataFrame of a classic session with the sparkext jar (not Spark Connect)."""
+    """What ``enable(spark, rules, builtin=..., batches=...)`` would do to ``df``'s plan:
+    the same batches, in the same order (default: the built-in rules). ``df`` is a
+    DataFrame of a classic session with the sparkext jar (not Spark Connect)."""
     from pyspark.sql import DataFrame, SparkSession
 
     import sparkext
-    from sparkext.rules import builtin_batches
-    from sparkext.session import SparkextError, is_connect
+    from sparkext.session import SparkextError, is_connect, rule_batches
     from sparkext.testing.plans import normalize_plan
 
     spark = df.sparkSession
@@ -152,15 +155,11 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *,
         raise SparkextError("sparkext.explain needs a classic session (the plan is optimized "
                             "again in the driver); on Spark Connect read the metrics, or "
                             "EXPLAIN EXTENDED on the server (Spark 4.x)")
-    if batches is None:
-        if rules is None:
-            batches = builtin_batches()
-        else:
-            listed = [rules] if isinstance(rules, Rule) or callable(rules) else list(rules)
-            batches = [Batch("user rules", Once(), tuple(as_rule(r) for r in listed))]
+    batches = rule_batches(rules, builtin=builtin, batches=batches)
     explanation = Explanation("", "")
-    tracers = tuple(Rule(f"explain[{pos}]", _Tracer(executor, explanation), position=pos)
-                    for pos, executor in split_by_position(tuple(batches)).items())
+    traced = {f"explain[{pos}]": (_Tracer(executor, explanation), pos)
+              for pos, executor in split_by_position(tuple(batches)).items()}
+    tracers = tuple(Rule(name, t, position=pos) for name, (t, pos) in traced.items())
 
     # A clone: the same conf and temporary views, and no registration of its own yet.
     jclone = spark._jsparkSession.cloneSession()
@@ -177,11 +176,11 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *,
     try:
         explanation.after = optimized()
         # A change the JVM refused (its plan failed validation) shows in the wrapper's
-        # figures; name the rules that made it.
-        for figures in sparkext.metrics(clone)["rules"].values():
+        # figures; name the rules of that position that changed the plan.
+        for name, figures in sparkext.metrics(clone)["rules"].items():
+            changed = sorted(traced[name][0].changed) if name in traced else []
             for reason in figures["refusal_reasons"]:
-                who = ", ".join(s.rule for s in explanation.steps) or "?"
-                explanation.refusals.append(Refusal(who, reason))
+                explanation.refusals.append(Refusal(", ".join(changed) or "?", reason))
     finally:
         enabled.disable()
     return explanation

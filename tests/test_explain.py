@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import pytest
+
 import sparkext
 from sparkext.catalyst import excluded_rules_conf
 from sparkext.optimizer import Rule
@@ -215,7 +217,7 @@ def test_sparkext_explain_shows_each_change_with_its_reason(spark, tables):
     expected = plain_rows(spark, filtered_projection)
     with conf(spark, INSTEAD_OF_CATALYST):
         df = filtered_projection(spark)
-        report = sparkext.explain(df, rules=[PUSH, LOOK])
+        report = sparkext.explain(df, rules=[PUSH, LOOK], builtin=False)
         assert collect(df) == expected
     assert [s.rule for s in report.steps] == ["push_and_say_why"]
     step = report.steps[0]
@@ -228,6 +230,16 @@ def test_sparkext_explain_shows_each_change_with_its_reason(spark, tables):
     assert "-- 1. push_and_say_why (batch 'user rules'" in text
     # the plan without sparkext still has the filter above the projection
     assert report.before != report.after
+
+
+def test_sparkext_explain_runs_what_enable_would_built_in_rules_first(spark, tables):
+    with conf(spark, INSTEAD_OF_CATALYST):
+        report = sparkext.explain(filtered_projection(spark), rules=[LOOK])
+    ran = list(report.stats)
+    assert ran[-1] == "look_only" and "push_down_filters" in ran[:-1]
+    assert report.steps and report.steps[0].rule == "push_down_filters"
+    with pytest.raises(TypeError, match="exactly one"):
+        sparkext.explain(filtered_projection(spark), rules=[lambda a, b: a])
 
 
 def test_sparkext_explain_leaves_the_session_s_rules_alone(spark, tables):
