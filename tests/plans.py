@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparkext import types as T
-from sparkext.expressions import AttributeReference, OpaqueExpression
+from sparkext.expressions import AttributeReference, OpaqueExpression, Value
 from sparkext.plan import Relation
 
 TYPES = {"int": T.INT, "long": T.LONG, "string": T.STRING, "double": T.DOUBLE,
@@ -11,6 +11,17 @@ TYPES = {"int": T.INT, "long": T.LONG, "string": T.STRING, "double": T.DOUBLE,
              '{"type":"array","elementType":"integer","containsNull":true}'),
          "struct": T.DataType('{"type":"struct","fields":[{"name":"f","type":"integer",'
                               '"nullable":true,"metadata":{}}]}')}
+
+
+# The two numeric evaluation contexts an Add/Multiply carries: ANSI (overflow raises, so
+# the function is monotonic) and LEGACY (overflow wraps, so it is not).
+ANSI = Value("NumericEvalContext(ANSI,true)")
+LEGACY = Value("NumericEvalContext(LEGACY,true)")
+
+
+def col(name: str, i: int, t: T.DataType = T.INT, nullable: bool = True) -> AttributeReference:
+    """A column with expression id ``i``."""
+    return AttributeReference(name, t, nullable, None, i)
 
 
 class Table:

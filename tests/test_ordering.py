@@ -9,7 +9,6 @@ from sparkext.context import CallContext, scoped
 from sparkext.expressions import (
     Add,
     Alias,
-    AttributeReference,
     Cast,
     EqualTo,
     Floor,
@@ -22,7 +21,6 @@ from sparkext.expressions import (
     TruncTimestamp,
     UnaryMinus,
     Upper,
-    Value,
     Year,
     asc,
     desc,
@@ -41,14 +39,7 @@ from sparkext.plan import (
     RepartitionByExpression,
     Sort,
 )
-
-ANSI = Value("NumericEvalContext(ANSI,true)")
-LEGACY = Value("NumericEvalContext(LEGACY,true)")
-
-
-def col(name, i, t=T.INT, nullable=True):
-    return AttributeReference(name, t, nullable, None, i)
-
+from tests.plans import ANSI, LEGACY, col
 
 # DataFusion's worked example ("Using Ordering for Better Plans in Apache DataFusion")
 hostname, currency = col("hostname", 1, T.STRING), col("currency", 2, T.STRING)

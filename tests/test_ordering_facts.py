@@ -32,21 +32,13 @@ from sparkext.expressions import (
     TruncTimestamp,
     UnaryExpression,
     UnaryMinus,
-    Value,
     Year,
     asc,
     desc,
     lit,
 )
 from sparkext.ordering import EquivalenceProperties, Ordering, SortKey
-
-ANSI = Value("NumericEvalContext(ANSI,true)")
-LEGACY = Value("NumericEvalContext(LEGACY,true)")
-
-
-def col(name, i, t):
-    return AttributeReference(name, t, True, None, i)
-
+from tests.plans import ANSI, LEGACY, col
 
 i, lng, f = col("i", 1, T.INT), col("lng", 2, T.LONG), col("f", 3, T.DOUBLE)
 dec = col("dec", 4, T.decimal(10, 2))

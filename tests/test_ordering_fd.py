@@ -12,12 +12,10 @@ from sparkext import types as T
 from sparkext.expressions import (
     Add,
     Alias,
-    AttributeReference,
     EqualNullSafe,
     EqualTo,
     GreaterThan,
     Multiply,
-    Value,
     asc,
     desc,
     lit,
@@ -36,14 +34,7 @@ from sparkext.plan import (
 )
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.uniqueness import unique_keys
-
-ANSI = Value("NumericEvalContext(ANSI,true)")
-LEGACY = Value("NumericEvalContext(LEGACY,true)")
-
-
-def col(name, i, t=T.INT, nullable=True):
-    return AttributeReference(name, t, nullable, None, i)
-
+from tests.plans import ANSI, LEGACY, col
 
 k, v, w = col("k", 1), col("v", 2), col("w", 3)
 rk, rv = col("rk", 11), col("rv", 12)
