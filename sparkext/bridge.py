@@ -24,7 +24,7 @@ import inspect
 import json
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sparkext._tree import mirror_spec
@@ -77,6 +77,9 @@ class RuleBridge:
         self.rule_index = {r.name: i for i, r in enumerate(all_rules(executors))}
         self._calls: dict[int | None, _Call] = {}
         self._lock = threading.Lock()
+        #: called with each call's :class:`~sparkext.optimizer.Result`, its changes traced,
+        #: before the answer is sent (``sparkext.explain`` reads the calls of its query so)
+        self.observer: Callable[[Result], None] | None = None
 
     def cancel(self, payload: str) -> str:
         """Answers ``{"cancel": id}``: the call stops at its next rule boundary. The answer,
@@ -141,12 +144,14 @@ class RuleBridge:
         # The header's settings are current while the rules run and the answer is written
         # (lazily decoded nodes are filled then too).
         result = Result(decoded.plan)
-        trace = decoded.context.trace
+        trace = decoded.context.trace  # the JVM wants each change for its plan change log
+        observer = self.observer
         with scoped(decoded.context):
             try:
                 executor.execute(decoded.plan, decoded.excluded, on_rule=on_rule,
                                  catalyst_excluded=decoded.catalyst_excluded,
-                                 cancelled=call.cancelled.is_set, trace=trace, result=result)
+                                 cancelled=call.cancelled.is_set,
+                                 trace=trace or observer is not None, result=result)
             except Cancelled:  # the JVM is gone: this answer only closes the call
                 return error_document("cancelled", call.rule or None,
                                       f"cancelled by the JVM while rule '{call.rule}' ran"
@@ -160,6 +165,8 @@ class RuleBridge:
             finally:
                 with self._lock:
                     self._calls.pop(call_id, None)
+            if observer is not None:
+                observer(result)
             stats = self.stats_field(result.stats)
             if result.plan is decoded.plan:
                 # written by hand: the JVM reads this, the common answer, without a JSON parser

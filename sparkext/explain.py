@@ -8,10 +8,10 @@ as the smallest subtree before and after, with the reasons the rule recorded wit
     print(sparkext.explain(spark.table("events").where("host = 'h1'").orderBy("host", "ts")))
 
 It optimizes the DataFrame's analyzed plan again in a clone of its session (same
-configuration, same temporary views), where it registers the rules (``rules``, or the
-built-in ones) wrapped in a tracing executor: the DataFrame's own session and its rules
-are left as they are. Spark 4.x also shows a shorter per-query ``sparkext`` section in
-``df.explain("extended")`` (docs/design.md, "Explain").
+configuration, same temporary views), where it registers the batches ``enable`` would (the
+built-in rules, then ``rules``), with an observer on the bridge that keeps each change: the
+DataFrame's own session and its rules are left as they are. Spark 4.x also shows a shorter
+per-query ``sparkext`` section in ``df.explain("extended")`` (docs/design.md, "Explain").
 """
 
 from __future__ import annotations
@@ -21,19 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkext.bridge import split_by_position
-from sparkext.context import current
 from sparkext.kinds import Item, Kind
-from sparkext.optimizer import (
-    Batch,
-    Once,
-    Result,
-    Rule,
-    RuleError,
-    RuleExecutor,
-    RuleStats,
-    Step,
-)
+from sparkext.optimizer import Batch, Result, Rule, RuleStats, Step
 from sparkext.plan import LogicalPlan
 
 
@@ -107,36 +96,18 @@ def _holds_plans(f: dataclasses.Field) -> bool:
     return "kind" in f.metadata and Kind(f.metadata["kind"]).item is Item.PLAN
 
 
-class _Tracer:
-    """Runs the rules of one position as the bridge would, keeping every change."""
+class _Recorder:
+    """Keeps what each call of the query did: the bridge's observer."""
 
-    def __init__(self, executor: RuleExecutor, explanation: Explanation):
-        self.executor = executor
+    def __init__(self, explanation: Explanation):
         self.explanation = explanation
-        #: the rules whose changes this position's answers carried (the JVM validates an
-        #: answer as a whole: a refusal is of one of them)
-        self.changed: set[str] = set()
+        #: per rule, the reasons its changes recorded
+        self.reasons: dict[str, list[str]] = {}
 
-    def __call__(self, plan: LogicalPlan) -> LogicalPlan:
-        ctx = current()
-        result = Result(plan)
-        try:
-            self.executor.execute(
-                plan, ctx.excluded if ctx else frozenset(), trace=True, result=result,
-                catalyst_excluded=ctx.catalyst_excluded if ctx else frozenset())
-        except RuleError as e:
-            self.explanation.refusals.append(Refusal(e.rule, str(e)))
-            result.plan = plan  # as the bridge: a failing rule leaves the plan as it was
-            result.steps.clear()
+    def __call__(self, result: Result) -> None:
         self.explanation.steps += result.steps
-        self.changed.update(step.rule for step in result.steps)
         for name, s in result.stats.items():
-            total = self.explanation.stats.setdefault(name, RuleStats())
-            total.invocations += s.invocations
-            total.effective += s.effective
-            total.nanos += s.nanos
-            total.reasons += s.reasons
-        return result.plan
+            self.reasons.setdefault(name, []).extend(s.reasons)
 
 
 def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: bool = True,
@@ -147,7 +118,7 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: boo
     from pyspark.sql import DataFrame, SparkSession
 
     import sparkext
-    from sparkext.session import SparkextError, is_connect, rule_batches
+    from sparkext.session import SparkextError, is_connect
     from sparkext.testing.plans import normalize_plan
 
     spark = df.sparkSession
@@ -155,12 +126,6 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: boo
         raise SparkextError("sparkext.explain needs a classic session (the plan is optimized "
                             "again in the driver); on Spark Connect read the metrics, or "
                             "EXPLAIN EXTENDED on the server (Spark 4.x)")
-    batches = rule_batches(rules, builtin=builtin, batches=batches)
-    explanation = Explanation("", "")
-    traced = {f"explain[{pos}]": (_Tracer(executor, explanation), pos)
-              for pos, executor in split_by_position(tuple(batches)).items()}
-    tracers = tuple(Rule(name, t, position=pos) for name, (t, pos) in traced.items())
-
     # A clone: the same conf and temporary views, and no registration of its own yet.
     jclone = spark._jsparkSession.cloneSession()
     clone = SparkSession(spark.sparkContext, jclone)
@@ -169,18 +134,27 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: boo
     def optimized() -> str:
         return normalize_plan(DataFrame(_dataset_of(clone, analyzed), clone))
 
-    clone.conf.set("spark.sparkext.enabled", "false")
-    explanation.before = optimized()
-    clone.conf.set("spark.sparkext.enabled", "true")
-    enabled = sparkext.enable(clone, batches=[Batch("explain", Once(), tracers)])
+    explanation = Explanation("", "")
+    # Registered as enable registers them (the same checks, the same names for the JVM's
+    # figures, refusals and spark.sparkext.excludedRules); the bridge's observer sees
+    # every call's changes.
+    enabled = sparkext.enable(clone, rules, builtin=builtin, batches=batches)
+    recorder = _Recorder(explanation)
     try:
+        clone.conf.set("spark.sparkext.enabled", "false")
+        explanation.before = optimized()
+        clone.conf.set("spark.sparkext.enabled", "true")
+        sparkext.reset_metrics(clone)
+        enabled.bridge.observer = recorder
         explanation.after = optimized()
-        # A change the JVM refused (its plan failed validation) shows in the wrapper's
-        # figures; name the rules of that position that changed the plan.
-        for name, figures in sparkext.metrics(clone)["rules"].items():
-            changed = sorted(traced[name][0].changed) if name in traced else []
-            for reason in figures["refusal_reasons"]:
-                explanation.refusals.append(Refusal(", ".join(changed) or "?", reason))
+        figures = sparkext.metrics(clone)["rules"]
+        for r in enabled.rules:  # in the order they run
+            if r.name not in figures:
+                continue
+            f = figures[r.name]
+            explanation.stats[r.name] = RuleStats(f["invocations"], f["effective"], f["nanos"],
+                                                  recorder.reasons.get(r.name, []))
+            explanation.refusals += [Refusal(r.name, reason) for reason in f["refusal_reasons"]]
     finally:
         enabled.disable()
     return explanation

@@ -638,10 +638,12 @@ def windows_pruned(plan: LogicalPlan) -> int:
     An ordering read from a Window holds only if the Window stays. A rule that removes a
     sort, or drops its keys, must not leave a Window it relied on unneeded (a sort by
     ``k, rn`` over ``rn = row_number() OVER (ORDER BY k)``, its ``rn`` dropped after the
-    sort, keeps that Window alive alone). The needed set is the smallest Catalyst's pruning
-    could keep (what each node reads, plus what is needed of its output; a Project, an
-    Aggregate and a Window read only for the entries that are needed), so a Window that
-    pruning might remove is counted."""
+    sort, keeps that Window alive alone). The needed set is what each node reads, plus what
+    is needed of its output (a Project, an Aggregate and a Window read only for the entries
+    that are needed); a counted Window's own keys stay needed, so a Window that only it
+    needed is not counted. The count is still exact for the use made of it: a change that
+    only removes sorts or keys leaves at least one more counted Window whenever it leaves
+    one more that pruning removes (the highest of those new ones is counted)."""
     def drop_unneeded(node: LogicalPlan, needed: frozenset) -> int:
         match node:
             case Window(window_expressions=wexprs, child=child):

@@ -384,7 +384,7 @@ def enable(spark: SparkSession, rules: RuleLike | Iterable[RuleLike] | None = No
     """
     from pyspark.java_gateway import ensure_callback_server_started
 
-    batches = rule_batches(rules, builtin=builtin, batches=batches)
+    batches = _rule_batches(rules, builtin=builtin, batches=batches)
     jsession = _jsession(spark)
     registry = _registry(spark)
     # A session builds its conf on first use, checking every value: a bad spark.sparkext.*
@@ -422,19 +422,19 @@ def enable(spark: SparkSession, rules: RuleLike | Iterable[RuleLike] | None = No
     return Enabled(spark, bridge, all_rules, answer["version"], dropped)
 
 
-def rule_batches(rules: RuleLike | Iterable[RuleLike] | None = None, *, builtin: bool = True,
-                 batches: Iterable[Batch] | None = None) -> tuple[Batch, ...]:
-    """The batches ``enable`` (and ``sparkext.explain``) run for these arguments: the
-    built-in batches unless ``builtin=False``, then ``rules`` as one fixed-point batch; or
-    ``batches`` as given. Every rule's signature is checked here."""
+def _rule_batches(rules: RuleLike | Iterable[RuleLike] | None = None, *,
+                  builtin: bool = True, batches: Iterable[Batch] | None = None
+                  ) -> tuple[Batch, ...]:
+    """The batches ``enable`` runs for these arguments (and ``sparkext.explain``, through
+    ``enable``): the built-in batches unless ``builtin=False``, then ``rules`` as one
+    fixed-point batch; or ``batches`` as given. Every rule's signature is checked here."""
     from sparkext.rules import builtin_batches
 
     if rules is not None and batches is not None:
         raise ValueError("pass rules= or batches=, not both")
     if batches is None:
         if rules is None and not builtin:
-            raise ValueError("no rules to run: pass rules=[...] or leave builtin=True "
-                             "(sparkext.disable(spark) removes every rule)")
+            raise ValueError("no rules to run: pass rules=[...], or leave builtin=True")
         batches = tuple(builtin_batches()) if builtin else ()
         if rules is not None:
             batches += (Batch("user rules", FixedPoint(100), _as_rules(rules)),)

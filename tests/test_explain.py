@@ -6,14 +6,17 @@ Spark's."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 
 import pytest
 
 import sparkext
+from sparkext import types as T
 from sparkext.catalyst import excluded_rules_conf
+from sparkext.expressions import And, AttributeReference, IsNotNull, lit
 from sparkext.optimizer import Rule
-from sparkext.plan import Filter, Join, LogicalPlan
+from sparkext.plan import Filter, Join, LogicalPlan, Opaque
 from sparkext.rules.push_down_filters import push_down_filters
 from tests.conftest import conf, rules_enabled
 from tests.rows import collect
@@ -257,6 +260,55 @@ def test_sparkext_explain_reports_a_refused_rule(spark, tables):
     assert report.steps == []
     assert [r.rule for r in report.refusals] == ["breaks_on_purpose"]
     assert "broken on purpose" in str(report)
+
+
+def test_sparkext_explain_names_the_rule_of_the_call_that_was_refused(spark):
+    # One query, two calls: the subquery's, where one rule makes a valid change, and the
+    # main plan's, where another makes one the JVM refuses. Only the second is refused.
+    ghost = AttributeReference("ghost", T.LONG, True, None, 987654321)
+
+    def in_subquery(plan: LogicalPlan) -> bool:
+        return isinstance(plan, Opaque) and plan.cls.endswith("Subquery")
+
+    def marks_subqueries(plan: LogicalPlan) -> LogicalPlan:
+        if in_subquery(plan) and not isinstance(plan.children[0], Filter):
+            return plan.with_new_children([Filter(lit(True), plan.children[0])])
+        return plan
+
+    def reads_a_ghost(plan: LogicalPlan) -> LogicalPlan:
+        def add(node: LogicalPlan) -> LogicalPlan:
+            if isinstance(node, Filter) and ghost.expr_id not in node.condition.references:
+                return Filter(And(node.condition, IsNotNull(ghost)), node.child)
+            return node
+        return plan if in_subquery(plan) else plan.transform_down(add)
+
+    df = spark.range(10).where("id > (SELECT max(id) - 5 FROM range(8))")
+    with conf(spark, LENIENT):
+        report = sparkext.explain(df, rules=[Rule("marks_subqueries", marks_subqueries),
+                                             Rule("reads_a_ghost", reads_a_ghost)],
+                                  builtin=False)
+    assert [s.rule for s in report.steps].count("marks_subqueries") == 1
+    assert {r.rule for r in report.refusals} == {"reads_a_ghost"}
+    assert all("explain[" not in r.reason and "was rejected" in r.reason
+               for r in report.refusals)
+    assert report.stats["marks_subqueries"].effective == 1
+
+
+def test_sparkext_explain_refuses_two_rules_with_one_name_as_enable_does(spark, tables):
+    def eliminate_sorts(plan: LogicalPlan) -> LogicalPlan:
+        return plan
+
+    with pytest.raises(ValueError, match="two different rules are named 'eliminate_sorts'"):
+        sparkext.explain(filtered_projection(spark), rules=[eliminate_sorts])
+
+
+def test_sparkext_explain_knows_the_rules_an_exclusion_names(spark, tables, caplog):
+    caplog.set_level(logging.WARNING, logger="sparkext")
+    with conf(spark, {"spark.sparkext.excludedRules": "look_only"}):
+        report = sparkext.explain(filtered_projection(spark), rules=[LOOK, PUSH],
+                                  builtin=False)
+    assert "look_only" not in report.stats and "push_and_say_why" in report.stats
+    assert not [r for r in caplog.records if "no registered rule has" in r.getMessage()]
 
 
 def test_because_outside_a_rule_does_nothing():
