@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkext.kinds import Item, Kind
-from sparkext.optimizer import Batch, Result, Rule, RuleStats, Step
+from sparkext.optimizer import Batch, Rule, RuleStats, Step
 from sparkext.plan import LogicalPlan
 
 
@@ -96,20 +96,6 @@ def _holds_plans(f: dataclasses.Field) -> bool:
     return "kind" in f.metadata and Kind(f.metadata["kind"]).item is Item.PLAN
 
 
-class _Recorder:
-    """Keeps what each call of the query did: the bridge's observer."""
-
-    def __init__(self, explanation: Explanation):
-        self.explanation = explanation
-        #: per rule, the reasons its changes recorded
-        self.reasons: dict[str, list[str]] = {}
-
-    def __call__(self, result: Result) -> None:
-        self.explanation.steps += result.steps
-        for name, s in result.stats.items():
-            self.reasons.setdefault(name, []).extend(s.reasons)
-
-
 def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: bool = True,
             batches: Iterable[Batch] | None = None) -> Explanation:
     """What ``enable(spark, rules, builtin=..., batches=...)`` would do to ``df``'s plan:
@@ -139,21 +125,22 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: boo
     # figures, refusals and spark.sparkext.excludedRules); the bridge's observer sees
     # every call's changes.
     enabled = sparkext.enable(clone, rules, builtin=builtin, batches=batches)
-    recorder = _Recorder(explanation)
     try:
         clone.conf.set("spark.sparkext.enabled", "false")
         explanation.before = optimized()
         clone.conf.set("spark.sparkext.enabled", "true")
         sparkext.reset_metrics(clone)
-        enabled.bridge.observer = recorder
+        enabled.bridge.observer = lambda result: explanation.steps.extend(result.steps)
         explanation.after = optimized()
         figures = sparkext.metrics(clone)["rules"]
         for r in enabled.rules:  # in the order they run
             if r.name not in figures:
                 continue
             f = figures[r.name]
+            reasons = [why for step in explanation.steps if step.rule == r.name
+                       for why in step.reasons]
             explanation.stats[r.name] = RuleStats(f["invocations"], f["effective"], f["nanos"],
-                                                  recorder.reasons.get(r.name, []))
+                                                  reasons)
             explanation.refusals += [Refusal(r.name, reason) for reason in f["refusal_reasons"]]
     finally:
         enabled.disable()
