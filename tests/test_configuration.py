@@ -74,6 +74,38 @@ def test_good_values_are_taken_as_spark_takes_them(spark, key, value):
         assert spark.conf.get(key) == value
 
 
+@pytest.mark.parametrize(("settings", "runs"), [
+    ({"spark.sparkext.enabled": " FALSE "}, False),
+    ({"spark.sparkext.enabled": "False"}, False),
+    ({"spark.sparkext.enabled": "false"}, False),
+    ({"spark.sparkext.enabled": " TRUE "}, True),
+    ({"spark.sparkext.enabled": "true"}, True),
+    ({"spark.sparkext.excludedRules": " counting , other"}, False),
+    ({"spark.sparkext.excludedRules": "other,counting"}, False),
+    ({"spark.sparkext.excludedRules": "other"}, True),
+    ({"spark.sparkext.excludedRules": ""}, True),
+])
+def test_settings_act_as_spark_takes_them_on_every_query(spark, settings, runs):
+    """The optimizer reads enabled and excludedRules as set, and converts only values other
+    than the plain ones: any spelling Spark accepts acts as Spark reads it, and a change
+    takes effect at the next query (the JVM keeps the last parsed setting)."""
+    seen: list[int] = []
+
+    def counting(plan: LogicalPlan) -> LogicalPlan:
+        seen.append(1)
+        return plan
+
+    with rules_enabled(spark, [Rule("counting", counting)]):
+        for _ in range(2):  # the second query finds the parsed setting kept
+            seen.clear()
+            with conf(spark, settings):
+                spark.range(3).filter("id > 0").collect()
+            assert bool(seen) is runs
+            seen.clear()
+            spark.range(3).filter("id > 0").collect()  # the setting unset again
+            assert seen
+
+
 def test_set_v_lists_every_key_with_its_default_and_doc(spark):
     listed = {r["key"]: r for r in spark.sql("SET -v").collect()
               if r["key"].startswith("spark.sparkext.")}

@@ -53,21 +53,16 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
       plan
     }
     if (!Conf.enabled(conf)) return skip(m.skippedDisabled)
-    val (excludedConf, excluded) = Conf.excludedRules(conf)
-    if (excluded.nonEmpty) {
-      Conf.unknownRules(excluded, reg.rules.map(_.name)).foreach(w => PythonRules.log.warn(w))
-    }
     // A rule that duplicates Catalyst rules all active in this session has nothing to add.
-    lazy val catalystExcluded = PythonRules.catalystExcluded(conf).toSet
-    val active = rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystExcluded))
-    if (active.isEmpty) return skip(m.skippedExcluded)
+    val catalystExcluded = Conf.setting(conf, SQLConf.OPTIMIZER_EXCLUDED_RULES.key)
+    val active = reg.activeAt(position, Conf.excludedRules(conf),
+      if (catalystExcluded == null) "" else catalystExcluded)
+    if (active.rules.isEmpty) return skip(m.skippedExcluded)
     // A fixed-point batch hands back the very plan we returned: Python's answer is known,
-    // as long as nothing the rules read changed (Catalyst's excluded rules travel too).
-    val memoKey = excludedConf + "\u0000" + conf.getConfString(SQLConf.OPTIMIZER_EXCLUDED_RULES.key, "")
-    if (state.isMemoized(position, plan, reg.version, memoKey)) return skip(m.skippedSamePlan)
+    // as long as nothing the rules read changed (both settings of `active` travel too).
+    if (state.isMemoized(position, plan, reg.version, active)) return skip(m.skippedSamePlan)
     // Rules declare the node kinds they match; a plan with none of them cannot change.
-    if (active.forall(_.patterns.nonEmpty) &&
-        !plan.containsAnyPattern(active.flatMap(_.patterns).distinct: _*)) {
+    if (active.patterns.exists(ps => !plan.containsAnyPattern(ps: _*))) {
       return skip(m.skippedNoPattern)
     }
 
@@ -77,14 +72,14 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
       state.explainRegistered = true
     }
     val report = QueryReport.current()
-    val call = new BridgeCall(reg, position, state, conf, excluded, report)
+    val call = new BridgeCall(reg, position, state, conf, active, report)
     if (reg.breaker.isOpen(call.cooldownMs, Calls.stillRunning(reg, _))) {
       m.skipped.incrementAndGet()
       report.note("Python rules were skipped: a call timed out (cool-down)")
       return PythonRules.tagged(call.skipOpenBreaker(plan), report)
     }
     val result = PythonRules.tagged(call.run(plan), report)
-    state.memoize(position, result, reg.version, memoKey)
+    state.memoize(position, result, reg.version, active)
     result
   }
 }
@@ -97,11 +92,6 @@ object PythonRules {
     plan.setTagValue(QueryReport.Tag, report)
     plan
   }
-
-  /** The short names of the Catalyst rules in `spark.sql.optimizer.excludedRules`. */
-  def catalystExcluded(conf: SQLConf): Seq[String] =
-    conf.optimizerExcludedRules.toSeq
-      .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).map(_.split('.').last)
 
   /**
    * A failure that leaves the plan unchanged: counts it (every call), warns (once per
@@ -185,7 +175,7 @@ private[sparkext] final class BridgeCall(
     position: Position,
     session: SessionBridge,
     conf: SQLConf,
-    excluded: Set[String],
+    active: ActiveRules,
     report: QueryReport) {
 
   private val m = session.metrics
@@ -273,15 +263,14 @@ private[sparkext] final class BridgeCall(
     val payload = try enc.encode(plan, g => {
       g.writeNumberField("id", callId)
       g.writeStringField("pos", position.name)
-      if (excluded.nonEmpty) {
-        g.writeArrayFieldStart("excluded"); excluded.foreach(g.writeString); g.writeEndArray()
+      if (active.excluded.nonEmpty) {
+        g.writeArrayFieldStart("excluded"); active.excluded.foreach(g.writeString); g.writeEndArray()
       }
       // Catalyst rules switched off in this session (short names): some sparkext rules do
       // work that Catalyst would otherwise do later in the optimizer.
-      val catalystExcluded = PythonRules.catalystExcluded(conf)
-      if (catalystExcluded.nonEmpty) {
+      if (active.catalystExcluded.nonEmpty) {
         g.writeArrayFieldStart("catalyst_excluded")
-        catalystExcluded.foreach(g.writeString)
+        active.catalystExcluded.foreach(g.writeString)
         g.writeEndArray()
       }
       if (trace) g.writeBooleanField("trace", true)

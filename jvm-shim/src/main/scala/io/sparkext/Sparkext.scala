@@ -49,6 +49,29 @@ final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePa
     onlyWhenCatalystExcludes.isEmpty || onlyWhenCatalystExcludes.exists(catalystExcluded.contains)
 }
 
+/**
+ * The rules of one position that run under one setting of `spark.sparkext.excludedRules`
+ * (`excluded`) and of `spark.sql.optimizer.excludedRules` (`catalystExcluded`, short
+ * names), and what the JVM's skip tests: `patterns`, the tree patterns of which a plan must
+ * hold one for any of them to match, or None when one of them declares none (it may match
+ * anything).
+ */
+final class ActiveRules private (val excludedText: String, val catalystText: String,
+    val excluded: Set[String], val catalystExcluded: Seq[String], val rules: Seq[RuleInfo]) {
+  val patterns: Option[Seq[TreePattern.Value]] =
+    if (rules.forall(_.patterns.nonEmpty)) Some(rules.flatMap(_.patterns).distinct) else None
+}
+
+object ActiveRules {
+  def apply(rules: Seq[RuleInfo], excludedText: String, catalystText: String): ActiveRules = {
+    val excluded = Conf.ruleNames(excludedText).toSet
+    val catalystExcluded = Conf.ruleNames(catalystText).map(_.split('.').last)
+    val catalystSet = catalystExcluded.toSet
+    new ActiveRules(excludedText, catalystText, excluded, catalystExcluded,
+      rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystSet)))
+  }
+}
+
 /** What `sparkext.enable` registered for one session. */
 final class Registration(
     val bridge: RuleBridge,
@@ -62,6 +85,31 @@ final class Registration(
   private val byPosition: Map[Position, Seq[RuleInfo]] = rules.groupBy(_.position)
 
   def rulesAt(p: Position): Seq[RuleInfo] = byPosition.getOrElse(p, Nil)
+
+  private val lastActive = Map[Position, AtomicReference[ActiveRules]](
+    Position.Once -> new AtomicReference[ActiveRules](),
+    Position.FixedPoint -> new AtomicReference[ActiveRules]())
+
+  /**
+   * The rules at `p` that run while `spark.sparkext.excludedRules` is `excludedText` and
+   * `spark.sql.optimizer.excludedRules` is `catalystText` (their values as set). The last
+   * one per position is kept: every optimizer invocation asks, most make no call, and
+   * parsing both settings anew was most of what a skipped invocation cost
+   * (docs/performance.md). Its identity stands for the two settings in the plan memo.
+   */
+  def activeAt(p: Position, excludedText: String, catalystText: String): ActiveRules = {
+    val slot = lastActive(p)
+    val last = slot.get()
+    if (last != null && last.excludedText == excludedText && last.catalystText == catalystText) {
+      return last
+    }
+    val fresh = ActiveRules(rulesAt(p), excludedText, catalystText)
+    if (fresh.excluded.nonEmpty) {
+      Conf.unknownRules(fresh.excluded, rules.map(_.name)).foreach(w => PythonRules.log.warn(w))
+    }
+    slot.set(fresh)
+    fresh
+  }
 
   val breaker = new Breaker
 }
@@ -135,7 +183,7 @@ final class Breaker {
 }
 
 /** The plan a position returned last time, so a fixed-point batch that hands it back is skipped. */
-private[sparkext] final case class Memo(plan: WeakReference[LogicalPlan], version: Long, excluded: String)
+private[sparkext] final case class Memo(plan: WeakReference[LogicalPlan], version: Long, active: ActiveRules)
 
 /** Everything sparkext keeps for one SparkSession. */
 final class SessionBridge {
@@ -147,13 +195,13 @@ final class SessionBridge {
     Position.Once -> new AtomicReference[Memo](),
     Position.FixedPoint -> new AtomicReference[Memo]())
 
-  def isMemoized(p: Position, plan: LogicalPlan, version: Long, excluded: String): Boolean = {
+  def isMemoized(p: Position, plan: LogicalPlan, version: Long, active: ActiveRules): Boolean = {
     val m = memos(p).get()
-    m != null && m.version == version && m.excluded == excluded && (m.plan.get() eq plan)
+    m != null && m.version == version && (m.active eq active) && (m.plan.get() eq plan)
   }
 
-  def memoize(p: Position, plan: LogicalPlan, version: Long, excluded: String): Unit =
-    memos(p).set(Memo(new WeakReference(plan), version, excluded))
+  def memoize(p: Position, plan: LogicalPlan, version: Long, active: ActiveRules): Unit =
+    memos(p).set(Memo(new WeakReference(plan), version, active))
 
   def forget(): Unit = memos.values.foreach(_.set(null))
 

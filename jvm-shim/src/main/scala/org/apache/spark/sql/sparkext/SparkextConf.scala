@@ -95,15 +95,34 @@ object SparkextConf {
   /** Registers the entries with Spark (idempotent: the object initialises once). */
   def register(): Unit = ()
 
-  def enabled(conf: SQLConf): Boolean = conf.getConf(ENABLED)
+  /**
+   * Whether sparkext runs in `conf`'s session. This and [[excludedRules]] are read on every
+   * optimizer invocation, most of which make no call: the common values are read as set,
+   * without `getConf`, which converts the value (and for a key not set, looks up its entry)
+   * every time, and cost as much as the rest of such an invocation (docs/performance.md).
+   * Any other value goes through Spark's own conversion, and its error.
+   */
+  def enabled(conf: SQLConf): Boolean = setting(conf, Enabled) match {
+    case null | "true" => true
+    case "false" => false
+    case _ => conf.getConf(ENABLED)
+  }
   def strict(conf: SQLConf): Boolean = conf.getConf(STRICT)
   def timeoutMs(conf: SQLConf): Long = conf.getConf(TIMEOUT_MS)
   def cooldownMs(conf: SQLConf): Long = conf.getConf(COOLDOWN_MS)
-  /** `spark.sparkext.excludedRules` as it is set (trimmed) and as a set of names. */
-  def excludedRules(conf: SQLConf): (String, Set[String]) = {
-    val text = conf.getConf(EXCLUDED_RULES).trim
-    (text, text.split(",").map(_.trim).filter(_.nonEmpty).toSet)
+  /** `spark.sparkext.excludedRules` as it is set (see [[enabled]]). */
+  def excludedRules(conf: SQLConf): String = setting(conf, ExcludedRules) match {
+    case null => ""
+    case v if v.contains("${") => conf.getConf(EXCLUDED_RULES)  // Spark substitutes those
+    case v => v
   }
+
+  /** The value of `key` as set in `conf`, or null when it is not set. */
+  def setting(conf: SQLConf, key: String): String = conf.getConfString(key, null)
+
+  /** The names in a comma-separated list of rule names, in order, without repeats. */
+  def ruleNames(text: String): Seq[String] =
+    if (text.isEmpty) Nil else text.split(",").toSeq.map(_.trim).filter(_.nonEmpty).distinct
 
   /**
    * Converts each `spark.sparkext.*` value of `settings` as Spark does when one is set, so
@@ -134,9 +153,8 @@ object SparkextConf {
       .filter(k => firstTime("key " + k))
       .map(k => s"sparkext: $k is not a sparkext configuration key, and is ignored; the " +
         s"keys are ${keys.mkString(", ")}")
-    val excluded = settings.get(ExcludedRules).toSeq
-      .flatMap(_.split(",")).map(_.trim).filter(_.nonEmpty).distinct
-    unknownKeys ++ unknownRules(excluded.toSet, ruleNames)
+    unknownKeys ++ unknownRules(settings.get(ExcludedRules).toSeq.flatMap(this.ruleNames).toSet,
+      ruleNames)
   }
 
   /** The warnings for names in `excluded` that no registered rule has, not given yet. */
