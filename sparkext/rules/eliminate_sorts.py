@@ -62,6 +62,9 @@ def eliminate_sorts(plan: LogicalPlan) -> LogicalPlan:
 
 
 def _down(node: LogicalPlan, under_limit: bool, over_windows: bool) -> LogicalPlan:
+    if not node.contains_any((Sort,)):
+        return node  # only sorts are removed (or, under a sort, kept as a repartition)
+
     def down(child: LogicalPlan, under: bool) -> LogicalPlan:
         return _down(child, under, over_windows)
 

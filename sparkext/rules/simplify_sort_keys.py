@@ -35,7 +35,7 @@ def simplify_sort_keys(plan: LogicalPlan) -> LogicalPlan:
     dropping them would leave a Window that nothing needs any more (a dropped key was the
     only reader of its column): Catalyst's later column pruning would remove it, and a
     sort ``eliminate_sorts`` removed on the strength of its order would be wrong."""
-    result = plan.transform_up(_simplify)
+    result = plan.transform_up(_simplify, only_into=(Sort,))
     if result is not plan and windows_pruned(result) > windows_pruned(plan):
         return plan
     return result
