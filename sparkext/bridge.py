@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from sparkext._tree import mirror_spec
 from sparkext.codec import AnswerEncoder, Decoded
+from sparkext.collector import fewer_collections
 from sparkext.context import scoped
 from sparkext.errors import error_document
 from sparkext.optimizer import (
@@ -102,10 +103,11 @@ class RuleBridge:
             return len(self._calls)
 
     def apply(self, payload: str) -> str:
-        try:
-            return self._answer(payload, deep=False)
-        except _TooDeep:
-            return self._answer_deep(payload)
+        with fewer_collections():
+            try:
+                return self._answer(payload, deep=False)
+            except _TooDeep:
+                return self._answer_deep(payload)
 
     def _answer_deep(self, payload: str) -> str:
         try:
