@@ -10,14 +10,18 @@ collections deferred (docs/performance.md, "Garbage collection").
 While at least one call runs, the young generation's threshold is raised to
 :data:`CALL_THRESHOLD` allocations. Collection is not switched off: a rule that loops
 making cyclic garbage is still collected every :data:`CALL_THRESHOLD` allocations, so its
-memory stays bounded until the JVM's timeout cancels it. When the last running call ends,
-the process's own thresholds come back, unless the program set others meanwhile (those
-are kept). A threshold of 0 (collection off) or one already this high is left alone.
+memory stays bounded until the JVM's timeout cancels it. The threshold is the process's:
+every thread runs with it while a call runs. When the last running call ends, the young
+generation's own threshold comes back, unless the program set another one meanwhile (that
+one is kept, as are the older generations' thresholds it set). A threshold of 0
+(collection off) or one already this high is left alone. A child forked during a call
+starts with the process's own thresholds.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +52,26 @@ def fewer_collections() -> Iterator[None]:
     finally:
         with _lock:
             _running -= 1
-            if _running == 0 and _saved is not None:
-                if gc.get_threshold() == (CALL_THRESHOLD, *_saved[1:]):
-                    gc.set_threshold(*_saved)
-                _saved = None
+            if _running == 0:
+                _restore()
+
+
+def _restore() -> None:
+    global _saved
+    if _saved is not None:
+        current = gc.get_threshold()
+        if current[0] == CALL_THRESHOLD:  # (else the program set its own meanwhile)
+            gc.set_threshold(_saved[0], *current[1:])
+        _saved = None
+
+
+def _after_fork_in_child() -> None:
+    # The calls running in the parent do not run here: nothing will end them.
+    global _lock, _running
+    _lock = threading.Lock()
+    _running = 0
+    _restore()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -5,6 +5,7 @@ change made meanwhile is kept, and collection that is off stays off."""
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 import pytest
@@ -68,7 +69,35 @@ def test_a_threshold_the_program_sets_during_a_call_is_kept(thresholds):
     assert gc.get_threshold() == (2000, 5, 5)
 
 
-@pytest.mark.parametrize("young", [0, CALL_THRESHOLD, 5 * CALL_THRESHOLD])
+def test_older_generations_the_program_sets_during_a_call_are_kept(thresholds):
+    gc.set_threshold(700, 10, 10)
+    with fewer_collections():
+        young, *_ = gc.get_threshold()
+        gc.set_threshold(young, 20, 30)  # read, modify, write
+    assert gc.get_threshold() == (700, 20, 30)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_during_a_call_has_the_process_thresholds(thresholds):
+    gc.set_threshold(700, 10, 10)
+    with fewer_collections():
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report its thresholds, and whether a call there restores
+            os.close(read)
+            first = gc.get_threshold()
+            with fewer_collections():
+                during = gc.get_threshold()
+            os.write(write, repr((first, during, gc.get_threshold())).encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as f:
+            reported = f.read()
+        os.waitpid(pid, 0)
+    assert reported == repr(((700, 10, 10), (CALL_THRESHOLD, 10, 10), (700, 10, 10)))
+
+
+@pytest.mark.parametrize("young", [0, 5 * CALL_THRESHOLD])
 def test_collection_off_or_already_rare_is_left_alone(thresholds, young):
     gc.set_threshold(young, 10, 10)
     with fewer_collections():

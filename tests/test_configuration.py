@@ -88,7 +88,7 @@ def test_good_values_are_taken_as_spark_takes_them(spark, key, value):
 def test_settings_act_as_spark_takes_them_on_every_query(spark, settings, runs):
     """The optimizer reads enabled and excludedRules as set, and converts only values other
     than the plain ones: any spelling Spark accepts acts as Spark reads it, and a change
-    takes effect at the next query (the JVM keeps the last parsed setting)."""
+    takes effect at the next query (the JVM keeps the rules active under the last values)."""
     seen: list[int] = []
 
     def counting(plan: LogicalPlan) -> LogicalPlan:
@@ -96,7 +96,7 @@ def test_settings_act_as_spark_takes_them_on_every_query(spark, settings, runs):
         return plan
 
     with rules_enabled(spark, [Rule("counting", counting)]):
-        for _ in range(2):  # the second query finds the parsed setting kept
+        for _ in range(2):  # the setting and back, twice
             seen.clear()
             with conf(spark, settings):
                 spark.range(3).filter("id > 0").collect()
@@ -104,6 +104,33 @@ def test_settings_act_as_spark_takes_them_on_every_query(spark, settings, runs):
             seen.clear()
             spark.range(3).filter("id > 0").collect()  # the setting unset again
             assert seen
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_catalyst_exclusions_reach_the_rules_that_wait_for_them_at_the_next_query(
+        spark, reference):
+    """A rule declaring a Catalyst twin runs exactly in the queries during which
+    spark.sql.optimizer.excludedRules names it, as Catalyst's optimizer reads the setting
+    (a ${...} reference substituted), and the request names it for the rules."""
+    seen: list[frozenset] = []
+
+    def twin(plan: LogicalPlan) -> LogicalPlan:
+        from sparkext.context import current
+        seen.append(current().catalyst_excluded)
+        return plan
+
+    rule = Rule("twin", twin, only_when_catalyst_excludes=("ColumnPruning",))
+    key = "spark.sql.optimizer.excludedRules"
+    value = "org.apache.spark.sql.catalyst.optimizer.ColumnPruning"
+    extra = {"sparkext.test.excluded": value} if reference else {}
+    with rules_enabled(spark, [rule]):
+        for _ in range(2):
+            seen.clear()
+            spark.range(3).select("id").collect()
+            assert not seen
+            with conf(spark, {**extra, key: "${sparkext.test.excluded}" if reference else value}):
+                spark.range(3).select("id").collect()
+            assert seen and all(s == frozenset({"ColumnPruning"}) for s in seen)
 
 
 def test_set_v_lists_every_key_with_its_default_and_doc(spark):

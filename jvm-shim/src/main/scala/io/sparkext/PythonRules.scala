@@ -54,9 +54,7 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     }
     if (!Conf.enabled(conf)) return skip(m.skippedDisabled)
     // A rule that duplicates Catalyst rules all active in this session has nothing to add.
-    val catalystExcluded = Conf.setting(conf, SQLConf.OPTIMIZER_EXCLUDED_RULES.key)
-    val active = reg.activeAt(position, Conf.excludedRules(conf),
-      if (catalystExcluded == null) "" else catalystExcluded)
+    val active = reg.activeAt(position, Conf.excludedRules(conf), Conf.catalystExcludedRules(conf))
     if (active.rules.isEmpty) return skip(m.skippedExcluded)
     // A fixed-point batch hands back the very plan we returned: Python's answer is known,
     // as long as nothing the rules read changed (both settings of `active` travel too).

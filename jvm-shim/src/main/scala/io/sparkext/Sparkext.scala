@@ -45,7 +45,7 @@ object Position {
  */
 final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePattern.Value],
     onlyWhenCatalystExcludes: Seq[String] = Nil) {
-  def activeWith(catalystExcluded: => Set[String]): Boolean =
+  def activeWith(catalystExcluded: Set[String]): Boolean =
     onlyWhenCatalystExcludes.isEmpty || onlyWhenCatalystExcludes.exists(catalystExcluded.contains)
 }
 
@@ -64,8 +64,8 @@ final class ActiveRules private (val excludedText: String, val catalystText: Str
 
 object ActiveRules {
   def apply(rules: Seq[RuleInfo], excludedText: String, catalystText: String): ActiveRules = {
-    val excluded = Conf.ruleNames(excludedText).toSet
-    val catalystExcluded = Conf.ruleNames(catalystText).map(_.split('.').last)
+    val excluded = Conf.namesIn(excludedText).toSet
+    val catalystExcluded = Conf.namesIn(catalystText).map(_.split('.').last)
     val catalystSet = catalystExcluded.toSet
     new ActiveRules(excludedText, catalystText, excluded, catalystExcluded,
       rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystSet)))

@@ -13,7 +13,7 @@ import org.apache.spark.sql.internal.SQLConf
  *
  * It lives in a package of Spark's because `ConfigBuilder` and `ConfigEntry` are
  * `private[spark]` (Delta's `DeltaSQLConf` does the same); the shim's files import it as
- * `Conf` and read the values through the typed readers here, never by key. It also makes
+ * `Conf` and read the values through the readers here, never by key. It also makes
  * the warnings about keys and rule names that mean nothing. The entries register when this object
  * is first touched: `SparkextExtensions` touches it when the extension loads, before any
  * session of the extension merges its Spark conf into its SQL conf.
@@ -96,11 +96,12 @@ object SparkextConf {
   def register(): Unit = ()
 
   /**
-   * Whether sparkext runs in `conf`'s session. This and [[excludedRules]] are read on every
-   * optimizer invocation, most of which make no call: the common values are read as set,
-   * without `getConf`, which converts the value (and for a key not set, looks up its entry)
-   * every time, and cost as much as the rest of such an invocation (docs/performance.md).
-   * Any other value goes through Spark's own conversion, and its error.
+   * Whether sparkext runs in `conf`'s session. This, [[excludedRules]] and
+   * [[catalystExcludedRules]] are read on every optimizer invocation, most of which make no
+   * call, so they read the value as set: `getConf` converts it (and, for a key not set,
+   * looks up its entry) every time, and that was most of what such an invocation cost
+   * (docs/performance.md). Values other than `true` and `false` go through Spark's own
+   * conversion, and its error.
    */
   def enabled(conf: SQLConf): Boolean = setting(conf, Enabled) match {
     case null | "true" => true
@@ -110,18 +111,27 @@ object SparkextConf {
   def strict(conf: SQLConf): Boolean = conf.getConf(STRICT)
   def timeoutMs(conf: SQLConf): Long = conf.getConf(TIMEOUT_MS)
   def cooldownMs(conf: SQLConf): Long = conf.getConf(COOLDOWN_MS)
-  /** `spark.sparkext.excludedRules` as it is set (see [[enabled]]). */
+
+  /** `spark.sparkext.excludedRules` as it is set ("" when not), `${...}` substituted. */
   def excludedRules(conf: SQLConf): String = setting(conf, ExcludedRules) match {
     case null => ""
     case v if v.contains("${") => conf.getConf(EXCLUDED_RULES)  // Spark substitutes those
     case v => v
   }
 
+  /** `spark.sql.optimizer.excludedRules` as Catalyst's optimizer reads it ("" when not set). */
+  def catalystExcludedRules(conf: SQLConf): String =
+    setting(conf, SQLConf.OPTIMIZER_EXCLUDED_RULES.key) match {
+      case null => ""
+      case v if v.contains("${") => conf.optimizerExcludedRules.getOrElse("")
+      case v => v
+    }
+
   /** The value of `key` as set in `conf`, or null when it is not set. */
-  def setting(conf: SQLConf, key: String): String = conf.getConfString(key, null)
+  private def setting(conf: SQLConf, key: String): String = conf.getConfString(key, null)
 
   /** The names in a comma-separated list of rule names, in order, without repeats. */
-  def ruleNames(text: String): Seq[String] =
+  def namesIn(text: String): Seq[String] =
     if (text.isEmpty) Nil else text.split(",").toSeq.map(_.trim).filter(_.nonEmpty).distinct
 
   /**
@@ -153,7 +163,7 @@ object SparkextConf {
       .filter(k => firstTime("key " + k))
       .map(k => s"sparkext: $k is not a sparkext configuration key, and is ignored; the " +
         s"keys are ${keys.mkString(", ")}")
-    unknownKeys ++ unknownRules(settings.get(ExcludedRules).toSeq.flatMap(this.ruleNames).toSet,
+    unknownKeys ++ unknownRules(settings.get(ExcludedRules).toSeq.flatMap(namesIn).toSet,
       ruleNames)
   }
 
