@@ -5,7 +5,7 @@ answered; nearly all of it is then freed by reference counting. With the collect
 default threshold (a young collection every 700 allocations), decoding a large plan runs
 several young collections, each traversing objects that are about to be freed anyway. In
 the optimizer, the Python side of a call took about a fifth less time with those
-collections deferred (docs/performance.md, "Garbage collection").
+collections deferred (docs/performance.md, "Second round").
 
 While at least one call runs, the young generation's threshold is raised to
 :data:`CALL_THRESHOLD` allocations. Collection is not switched off: a rule that loops
