@@ -167,25 +167,40 @@ def equality_inferences(exprs) -> list[Expression]:
     is ``-0.0`` and the other ``0.0`` (``a = b AND CAST(a AS STRING) = '-0.0'`` gains
     ``CAST(b AS STRING) = '-0.0'``, false for ``b = 0.0``)."""
     preds = [e for e in exprs if not isinstance(e, IsNotNull)]
+    # What is restated is always a column: only the predicates that read it can mention
+    # it. Each list keeps the order of ``preds``, so the result's order is the same as a
+    # scan of all of them would give (and the work linear in the equalities, not quadratic).
+    reading: dict = {}
+    for p in preds:
+        for ref in p.references:
+            reading.setdefault(ref, []).append(p)
+
+    def restate(source: AttributeReference, target: Expression, keep) -> list[Expression]:
+        key = source.semantic_key()
+        return [_replace_expr(p, key, target) for p in reading.get(source.expr_id, ())
+                if keep(p) and _mentions(p, key)]
+
     out: list[Expression] = []
     for eq in preds:
         if not isinstance(eq, EqualTo):
             continue
         left, right = eq.left, eq.right
-        others = [p for p in preds
-                  if p.semantic_key() != eq.semantic_key() and not _same_pair(p, left, right)]
+
+        def other(p, eq=eq, left=left, right=right) -> bool:
+            return p.semantic_key() != eq.semantic_key() and not _same_pair(p, left, right)
         if isinstance(right, AttributeReference) and _identity(right):
             if isinstance(left, AttributeReference):
-                out.extend(_restate(others, left, right))
-                out.extend(_restate(others, right, left))
+                out.extend(restate(left, right, other))
+                out.extend(restate(right, left, other))
             elif _is_cast_of_column(left):
-                out.extend(_restate(others, right, left))
+                out.extend(restate(right, left, other))
         if isinstance(left, AttributeReference) and _identity(left) and _is_cast_of_column(right):
-            out.extend(_restate(others, left, right))
+            out.extend(restate(left, right, other))
+
+    def target(p) -> bool:
+        return not _is_column_equality(p) and not isinstance(p, EqualNullSafe)
     for attr, lit in _literal_bindings(preds):
-        targets = [p for p in preds if not _is_column_equality(p)
-                   and not isinstance(p, EqualNullSafe)]
-        out.extend(_restate(targets, attr, lit))
+        out.extend(restate(attr, lit, target))
     simplified = (simplify_inferred(p) for p in out)
     return [p for p in simplified if p is not None]
 
@@ -313,24 +328,27 @@ def _same_pair(p, a, b) -> bool:
         {a.semantic_key(), b.semantic_key()}
 
 
-def _restate(preds, source: Expression, target: Expression):
-    key = source.semantic_key()
-    for p in preds:
-        if source.references <= p.references and _mentions(p, key):
-            yield _replace_expr(p, key, target)
+
+def with_inferences(exprs: Iterable[Expression], output=None) -> Constraints:
+    """``exprs`` and what they imply: one round of :func:`equality_inferences`, then
+    :func:`is_not_null_inferences` of all of it (and of ``output``'s non-nullable columns)."""
+    out = Constraints(exprs)
+    for e in equality_inferences(list(out)):
+        out.add(e)
+    # Catalyst infers IsNotNull from the base constraints only; from the restated ones too,
+    # so that adding what is inferred (b = 1) brings no new inference (isnotnull(b)) on the
+    # next round: a fixed-point rule must add everything at once.
+    for e in is_not_null_inferences(list(out), output):
+        out.add(e)
+    return out
 
 
 def _close(valid: list[Expression], output) -> Constraints:
     ids = frozenset(a.expr_id for a in output)
-    base = Constraints(valid)
-    allc = base.union(equality_inferences(list(base)))
-    # Catalyst infers IsNotNull from the base constraints only; from the restated ones too,
-    # so that adding what is inferred (b = 1) brings no new inference (isnotnull(b)) on the
-    # next round: a fixed-point rule must add everything at once.
-    allc = allc.union(is_not_null_inferences(list(allc), output))
     # ``false`` (a contradiction) reads no column and still says something: no row gets here.
-    return Constraints(c for c in allc if (c.references and c.references <= ids
-                                           and c.deterministic) or is_false(c))
+    return Constraints(c for c in with_inferences(valid, output)
+                       if (c.references and c.references <= ids and c.deterministic)
+                       or is_false(c))
 
 
 def _valid(plan: LogicalPlan) -> list[Expression]:

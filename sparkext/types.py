@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = [
     "DataType", "BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "STRING",
@@ -70,14 +71,14 @@ class DataType:
         for the other in any expression. Not for floating point (``-0.0 = 0.0``, yet
         ``CAST(-0.0 AS STRING)`` is ``'-0.0'``), nor for strings under a collation other than
         UTF8_BINARY (``'a' = 'A'`` in UTF8_LCASE), nor for nested types holding either."""
-        return _identity(self.value)
+        return _identity_of(self.json)
 
     @property
     def has_floating_point(self) -> bool:
         """Whether values of this type hold a ``float`` or ``double`` (nested ones too): the
         types Spark's grouping normalises (``-0.0`` to ``0.0``, every NaN to one NaN) before
         it compares keys (Catalyst's ``NormalizeFloatingNumbers``)."""
-        return _floating(self.value)
+        return _floating_of(self.json)
 
     @property
     def precision_scale(self) -> tuple[int, int] | None:
@@ -132,6 +133,18 @@ def _leaves(v):
             yield from _leaves(f["type"])
     elif t == "udt":
         yield from _leaves(v["sqlType"]) if "sqlType" in v else (None,)
+
+
+# Asked for every column of every equality the constraints restate: keep the answers per
+# type text instead of parsing the JSON each time (a session has few distinct types).
+@lru_cache(maxsize=1024)
+def _identity_of(text: str) -> bool:
+    return _identity(json.loads(text))
+
+
+@lru_cache(maxsize=1024)
+def _floating_of(text: str) -> bool:
+    return _floating(json.loads(text))
 
 
 def _identity(v) -> bool:

@@ -49,9 +49,8 @@ from __future__ import annotations
 from sparkext.constraints import (
     Constraints,
     constraints,
-    equality_inferences,
     is_false,
-    is_not_null_inferences,
+    with_inferences,
 )
 from sparkext.expressions import FALSE
 from sparkext.plan import Filter, Join, LogicalPlan
@@ -100,9 +99,7 @@ def _infer(node: LogicalPlan) -> LogicalPlan:
 def _join_implied(left, right, cond) -> Constraints:
     on = [c for c in split_conjuncts(cond)
           if c.deterministic and not contains_correlated_subquery(c)]
-    base = constraints(left).union(constraints(right)).union(on)
-    with_equalities = base.union(equality_inferences(list(base)))
-    return with_equalities.union(is_not_null_inferences(list(with_equalities)))
+    return with_inferences([*constraints(left), *constraints(right), *on])
 
 
 def _add_new(side: LogicalPlan, implied: Constraints) -> LogicalPlan:

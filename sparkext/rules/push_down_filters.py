@@ -330,11 +330,13 @@ def _push_join_condition(join: Join) -> LogicalPlan:
 
 
 def _with_extra(both: list, side: LogicalPlan, current: LogicalPlan) -> LogicalPlan:
+    candidates = [e for e in (extract_within(c, side.output_ids) for c in both) if e is not None]
+    if not candidates:
+        return current  # the usual case (join keys): no need for the side's constraints
     known = constraints(side)
     extra: list[Expression] = []
-    for c in both:
-        e = extract_within(c, side.output_ids)
-        if e is not None and e not in known and e.semantic_key() not in semantic_set(extra):
+    for e in candidates:
+        if e not in known and e.semantic_key() not in semantic_set(extra):
             extra.append(e)
     return _with_filter(extra, current) if extra else current
 
