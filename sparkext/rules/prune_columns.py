@@ -43,6 +43,8 @@ above are the same, in the same order and partitions. The root keeps its whole o
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from sparkext import catalyst_names as names
 from sparkext.expressions import Expression, ExprId, OpaqueExpression, to_attribute
 from sparkext.plan import (
@@ -232,11 +234,22 @@ def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:
     """An EXISTS subquery only needs the columns its correlation reads; narrowing its plan
     lets the scan under it read only those once Spark rewrites it into a semi join."""
     def narrow(e: Expression) -> Expression:
-        if isinstance(e, OpaqueExpression) and e.cls == names.EXISTS and e.keep is None \
-                and e.subquery_output is not None:
+        if _is_exists(e) and e.keep is None and e.subquery_output is not None:
             out = frozenset(a.expr_id for a in e.subquery_output)
             used = _refs(e.children_) & out
             if used != out:
                 return e.copy(keep=used)
         return e
-    return plan.transform_up(lambda n: n.transform_expressions_up(narrow))
+
+    def holds_exists(e: Expression) -> bool:
+        # The rule runs to a fixed point: most expressions are the same objects on every
+        # round, and whether one holds an EXISTS is kept on it.
+        return e._cached("#exists", lambda: e.exists(_is_exists))
+
+    def in_node(n: LogicalPlan) -> LogicalPlan:
+        return n.transform_expressions_up(narrow) if any(map(holds_exists, n.expressions)) else n
+    return plan.transform_up(in_node)
+
+
+def _is_exists(e: Expression) -> TypeGuard[OpaqueExpression]:
+    return isinstance(e, OpaqueExpression) and e.cls == names.EXISTS
