@@ -113,17 +113,22 @@ object SparkextConf {
   def cooldownMs(conf: SQLConf): Long = conf.getConf(COOLDOWN_MS)
 
   /** `spark.sparkext.excludedRules` as it is set ("" when not), `${...}` substituted. */
-  def excludedRules(conf: SQLConf): String = setting(conf, ExcludedRules) match {
-    case null => ""
-    case v if v.contains("${") => conf.getConf(EXCLUDED_RULES)  // Spark substitutes those
-    case v => v
-  }
+  def excludedRules(conf: SQLConf): String =
+    ruleList(conf, ExcludedRules, conf.getConf(EXCLUDED_RULES))
 
   /** `spark.sql.optimizer.excludedRules` as Catalyst's optimizer reads it ("" when not set). */
   def catalystExcludedRules(conf: SQLConf): String =
-    setting(conf, SQLConf.OPTIMIZER_EXCLUDED_RULES.key) match {
+    ruleList(conf, SQLConf.OPTIMIZER_EXCLUDED_RULES.key, conf.optimizerExcludedRules.getOrElse(""))
+
+  /**
+   * A list of rule names as set under `key`, read on every optimizer invocation: the text
+   * itself, "" when unset, and Spark's conversion (`converted`) only for a `${...}`
+   * reference, which Spark substitutes.
+   */
+  private def ruleList(conf: SQLConf, key: String, converted: => String): String =
+    setting(conf, key) match {
       case null => ""
-      case v if v.contains("${") => conf.optimizerExcludedRules.getOrElse("")
+      case v if v.contains("${") => converted
       case v => v
     }
 
