@@ -328,7 +328,6 @@ def _same_pair(p, a, b) -> bool:
         {a.semantic_key(), b.semantic_key()}
 
 
-
 def with_inferences(exprs: Iterable[Expression], output=None) -> Constraints:
     """``exprs`` and what they imply: one round of :func:`equality_inferences`, then
     :func:`is_not_null_inferences` of all of it (and of ``output``'s non-nullable columns)."""
