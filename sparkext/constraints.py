@@ -197,10 +197,10 @@ def equality_inferences(exprs) -> list[Expression]:
         if isinstance(left, AttributeReference) and _identity(left) and _is_cast_of_column(right):
             out.extend(restate(left, right, other))
 
-    def target(p) -> bool:
+    def restatable(p) -> bool:
         return not _is_column_equality(p) and not isinstance(p, EqualNullSafe)
     for attr, lit in _literal_bindings(preds):
-        out.extend(restate(attr, lit, target))
+        out.extend(restate(attr, lit, restatable))
     simplified = (simplify_inferred(p) for p in out)
     return [p for p in simplified if p is not None]
 
@@ -414,8 +414,12 @@ def _mentions(e: Expression, key) -> bool:
     return e.exists(lambda x: isinstance(x, Expression) and x.semantic_key() == key)
 
 
-def _replace_expr(e: Expression, key, attr) -> Expression:
-    return e.transform_down(lambda x: attr if x.semantic_key() == key else x)
+def _replace_expr(e: Expression, key, replacement: Expression) -> Expression:
+    """``e`` with every subexpression of semantic key ``key`` replaced. Children first, so
+    that a replacement is never looked into: ``cast(a AS INT)`` in place of ``a`` holds
+    ``a`` again (a match cannot hold another match, so nothing else differs from
+    replacing parents first)."""
+    return e.transform_up(lambda x: replacement if x.semantic_key() == key else x)
 
 
 def _common(output, children) -> list[Expression]:
