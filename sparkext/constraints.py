@@ -418,7 +418,10 @@ def _replace_expr(e: Expression, key, replacement: Expression) -> Expression:
     """``e`` with every subexpression of semantic key ``key`` replaced. Children first, so
     that a replacement is never looked into: ``cast(a AS INT)`` in place of ``a`` holds
     ``a`` again (a match cannot hold another match, so nothing else differs from
-    replacing parents first)."""
+    replacing parents first). Such an identity cast (left in place when Catalyst's
+    SimplifyCasts is off) still gains one more cast in each plan node's constraints above
+    it, ``cast(cast(a AS INT) AS INT) > 1``: bounded by the plan's depth, and true of every
+    row. Catalyst's own inference overflows its stack on the same predicate."""
     return e.transform_up(lambda x: replacement if x.semantic_key() == key else x)
 
 
