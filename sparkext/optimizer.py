@@ -182,7 +182,7 @@ class Step:
 class RuleStats:
     """One rule's figures in one call (the JVM sums them per session and per query)."""
 
-    #: times the executor ran the rule (every fixed-point round counts)
+    #: times the executor ran the rule (every fixed-point round that ran it counts)
     invocations: int = 0
     #: invocations whose result differed from their input
     effective: int = 0
@@ -237,6 +237,12 @@ class RuleExecutor:
         ran before it."""
         if result is None:
             result = Result(plan)
+        # rule name -> the plan it last returned as it was. A rule is a pure function of
+        # the plan (and of the call's settings, fixed for the call): on that very plan it
+        # would answer the same again, so it is not run (a fixed point's confirming round,
+        # a rule that two batches share). Catalyst's rules skip such trees the same way
+        # (TreeNode.markRuleAsIneffective).
+        left_alone: dict[str, LogicalPlan] = {}
         for batch in self.batches:
             rules = [r for r in batch.rules
                      if r.name not in excluded and r.active_with(catalyst_excluded)]
@@ -247,11 +253,16 @@ class RuleExecutor:
                 for r in rules:
                     if cancelled is not None and cancelled():
                         raise Cancelled
-                    if r.matches and not result.plan.contains_any(r.matches):
+                    before = result.plan
+                    if left_alone.get(r.name) is before:
+                        continue
+                    if r.matches and not before.contains_any(r.matches):
                         continue  # nothing it can change (pattern bits, as on the JVM)
                     if on_rule is not None:
                         on_rule(r.name)
                     self._apply(batch, r, result, trace)
+                    if result.plan is before:
+                        left_alone[r.name] = before
                 if result.plan is before_round:
                     break
             else:

@@ -87,9 +87,10 @@ def test_per_rule_metrics_count_invocations_changes_and_time(spark, tables):
         rules = sparkext.metrics(spark)["rules"]
     push, look = rules["push_and_say_why"], rules["look_only"]
     assert set(push) == {"invocations", "effective", "nanos", "refused", "refusal_reasons"}
-    # one fixed-point batch: the pushing round, then a round that changes nothing
+    # one fixed-point batch: the pushing round, then a round that changes nothing (where
+    # look_only is not run again: it left that very plan alone in the first round)
     assert push["invocations"] >= 2 and push["effective"] >= 1, push
-    assert look["invocations"] >= 2 and look["effective"] == 0, look
+    assert look["invocations"] >= 1 and look["effective"] == 0, look
     assert push["nanos"] > 0 and look["nanos"] > 0
     assert push["refused"] == look["refused"] == 0
     assert push["refusal_reasons"] == []

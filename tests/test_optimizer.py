@@ -61,6 +61,40 @@ def test_an_unchanged_plan_is_returned_as_the_same_object():
     assert result.plan is plan and result.changed_by == []
 
 
+def _recording(name: str, seen: list):
+    def look(plan):
+        seen.append(plan)
+        return plan
+    return Rule(name, look)
+
+
+def test_a_rule_is_not_run_again_on_a_plan_it_left_as_it_was():
+    # Round 1: drop_one_filter changes the plan, `look` sees the result and leaves it.
+    # Round 2 (confirming): drop_one_filter changes nothing, and `look` would see the
+    # plan it has already left alone: it is not run again (as Catalyst's rules skip
+    # trees they were ineffective on).
+    seen: list = []
+    result = RuleExecutor([Batch("b", FixedPoint(10), (drop_one_filter, _recording("look", seen)))]
+                          ).execute(nested_filters(1))
+    assert result.plan is REL and seen == [REL]
+    assert result.stats["look"].invocations == 1
+    assert result.stats["drop_one_filter"].invocations == 2
+
+
+def test_a_rule_shared_by_two_batches_runs_again_only_on_a_changed_plan():
+    seen: list = []
+    look = _recording("look", seen)
+    plan = nested_filters(2)
+    unchanged = RuleExecutor([Batch("one", Once(), (look,)), Batch("two", Once(), (look,))]
+                             ).execute(plan)
+    assert unchanged.plan is plan and seen == [plan]
+    seen.clear()
+    changed = RuleExecutor([Batch("one", Once(), (look,)),
+                            Batch("drop", Once(), (drop_one_filter,)),
+                            Batch("two", Once(), (look,))]).execute(plan)
+    assert changed.plan == nested_filters(1) and seen == [plan, changed.plan]
+
+
 def test_excluded_rules_do_not_run():
     result = RuleExecutor([Batch("b", FixedPoint(10), (drop_one_filter,))]).execute(
         nested_filters(2), frozenset({"drop_one_filter"}))

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 
 /** One Python rule's figures in a session (`sparkext.metrics(spark)["rules"][name]`). */
 final class RuleFigures {
-  /** Times the rule ran (each fixed-point round counts). */
+  /** Times the rule ran (each fixed-point round that ran it counts). */
   val invocations = new AtomicLong
   /** Invocations that changed the plan. */
   val effective = new AtomicLong
