@@ -91,6 +91,9 @@ def test_per_rule_metrics_count_invocations_changes_and_time(spark, tables):
     # look_only is not run again: it left that very plan alone in the first round)
     assert push["invocations"] >= 2 and push["effective"] >= 1, push
     assert look["invocations"] >= 1 and look["effective"] == 0, look
+    # ... so look_only runs once fewer than push_and_say_why in every call where the push
+    # changed the plan (and as often in any other call)
+    assert look["invocations"] < push["invocations"], (push, look)
     assert push["nanos"] > 0 and look["nanos"] > 0
     assert push["refused"] == look["refused"] == 0
     assert push["refusal_reasons"] == []
