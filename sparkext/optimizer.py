@@ -41,6 +41,10 @@ from sparkext.plan import LogicalPlan
 ONCE_PER_QUERY = "once"
 FIXED_POINT = "fixed_point"
 POSITIONS = (ONCE_PER_QUERY, FIXED_POINT)
+#: JVM-side pre-checks a rule can declare (``Rule.jvm_precheck``; the shim's
+#: ``Prechecks.scala``). ``"ordering"``: sparkext's sort rules, which change a plan only
+#: through an order its input already has, constants or unique keys (docs/design.md).
+JVM_PRECHECKS = ("ordering",)
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,19 @@ class Rule:
     #: of them active, Catalyst has done (or will do) the rule's work, and running it
     #: would only cost time. Empty: the rule does what Catalyst lacks and always runs.
     only_when_catalyst_excludes: tuple[str, ...] = ()
+    #: A necessary condition for the rule to change a plan, tested on the JVM before the
+    #: plan is encoded (one of ``JVM_PRECHECKS``); when every active rule declares one and
+    #: none holds, Python is not called. None: the rule may change any plan ``matches``
+    #: admits. For sparkext's own rules: the JVM's test must agree with the rule's code.
+    jvm_precheck: str | None = None
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
             raise ValueError(f"rule {self.name!r}: position must be one of {POSITIONS}, "
                              f"not {self.position!r}")
+        if self.jvm_precheck is not None and self.jvm_precheck not in JVM_PRECHECKS:
+            raise ValueError(f"rule {self.name!r}: jvm_precheck must be one of "
+                             f"{JVM_PRECHECKS} or None, not {self.jvm_precheck!r}")
         if not self.name or "," in self.name:
             raise ValueError(f"rule name {self.name!r} must be non-empty and without commas "
                              "(spark.sparkext.excludedRules is a comma-separated list)")

@@ -46,11 +46,14 @@ final class RuleFigures {
 final class BridgeMetrics {
   /** Optimizer invocations that reached Python. */
   val calls = new AtomicLong
-  /** Invocations answered without Python (disabled, excluded, no matching node, same plan). */
+  /** Invocations answered without Python (disabled, excluded, no matching node, a
+   *  pre-check, same plan). */
   val skipped = new AtomicLong
   val skippedDisabled = new AtomicLong
   val skippedExcluded = new AtomicLong
   val skippedNoPattern = new AtomicLong
+  /** Every active rule declares a JVM pre-check ([[Prechecks]]) and none holds. */
+  val skippedPrecheck = new AtomicLong
   val skippedSamePlan = new AtomicLong
   /** Skipped because a timeout opened the registration's circuit breaker. */
   val skippedBreaker = new AtomicLong
@@ -97,6 +100,7 @@ final class BridgeMetrics {
   private def all: Seq[(String, AtomicLong)] = Seq(
     "calls" -> calls, "skipped" -> skipped, "skipped_disabled" -> skippedDisabled,
     "skipped_excluded" -> skippedExcluded, "skipped_no_pattern" -> skippedNoPattern,
+    "skipped_precheck" -> skippedPrecheck,
     "skipped_same_plan" -> skippedSamePlan,
     "skipped_breaker" -> skippedBreaker, "skipped_worker" -> skippedWorker,
     "worker_errors" -> workerErrors, "accepted" -> accepted, "unchanged" -> unchanged,

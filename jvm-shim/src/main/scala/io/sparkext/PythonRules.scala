@@ -63,6 +63,10 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     if (active.patterns.exists(ps => !plan.containsAnyPattern(ps: _*))) {
       return skip(m.skippedNoPattern)
     }
+    // Rules may declare a JVM-side test that must hold for them to change a plan.
+    if (active.prechecks.exists(cs => !cs.exists(Prechecks.mayChange(_, plan)))) {
+      return skip(m.skippedPrecheck)
+    }
 
     // From the first call on, the session's extended explain has a sparkext section.
     if (!state.explainRegistered) {

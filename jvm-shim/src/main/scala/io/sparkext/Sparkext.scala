@@ -42,9 +42,11 @@ object Position {
  * `onlyWhenCatalystExcludes`: the Catalyst rules (short names) it duplicates; when that is
  * not empty, the rule runs only while at least one of them is in
  * `spark.sql.optimizer.excludedRules` (with all of them active it has nothing to add).
+ * `precheck`: the name of a JVM-side necessary condition for the rule to change a plan
+ * ([[Prechecks]]), or None.
  */
 final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePattern.Value],
-    onlyWhenCatalystExcludes: Seq[String] = Nil) {
+    onlyWhenCatalystExcludes: Seq[String] = Nil, precheck: Option[String] = None) {
   def activeWith(catalystExcluded: Set[String]): Boolean =
     onlyWhenCatalystExcludes.isEmpty || onlyWhenCatalystExcludes.exists(catalystExcluded.contains)
 }
@@ -54,12 +56,15 @@ final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePa
  * (`excluded`) and of `spark.sql.optimizer.excludedRules` (`catalystExcluded`, short
  * names), and what the JVM's skip tests: `patterns`, the tree patterns of which a plan must
  * hold one for any of them to match, or None when one of them declares none (it may match
- * anything).
+ * anything); `prechecks`, the pre-checks of which one must hold for any of them to change
+ * a plan, or None when one of them declares none.
  */
 final class ActiveRules private (val excludedText: String, val catalystText: String,
     val excluded: Set[String], val catalystExcluded: Seq[String], val rules: Seq[RuleInfo]) {
   val patterns: Option[Seq[TreePattern.Value]] =
     if (rules.forall(_.patterns.nonEmpty)) Some(rules.flatMap(_.patterns).distinct) else None
+  val prechecks: Option[Seq[String]] =
+    if (rules.nonEmpty && rules.forall(_.precheck.nonEmpty)) Some(rules.flatMap(_.precheck).distinct) else None
 }
 
 object ActiveRules {
@@ -366,8 +371,13 @@ object Sparkext {
       val only = Seq.newBuilder[String]
       val os = r.get("only_when_catalyst_excludes")  // absent from older Python packages
       if (os != null) os.forEach(o => only += o.asText())
+      val precheck = Option(r.get("jvm_precheck")).filterNot(_.isNull).map(_.asText())
+      precheck.filterNot(Prechecks.known.contains).foreach { p =>
+        throw new IllegalArgumentException(s"rule '${r.get("name").asText()}' declares an " +
+          s"unknown JVM pre-check '$p' (known: ${Prechecks.known.mkString(", ")})")
+      }
       out += RuleInfo(r.get("name").asText(), Position.parse(r.get("position").asText()),
-        patterns.result(), only.result())
+        patterns.result(), only.result(), precheck)
     }
     out.result()
   }
