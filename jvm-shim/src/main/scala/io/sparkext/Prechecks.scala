@@ -33,13 +33,16 @@ private[sparkext] object Prechecks {
  *
  * The shape: from the root down, only `GlobalLimit`, `LocalLimit`, `Project` and `Filter`
  * lead to one `Sort` (nothing above it can override it), and below that Sort there is no
- * other Sort and nothing that makes or keeps an order, repeats or deduplicates rows:
- * every node is a `Project`, `Filter`, `Join`, an `Aggregate` with grouping, a `Union`,
- * `Expand`, `Generate`, `SubqueryAlias`, or a leaf Catalyst gives no `outputOrdering`. Then
- * the Sort's input has no ordering in the analysis, and both rules can act only through
- * constants and unique keys: `eliminate_sorts` removes the Sort when every key is constant
- * or a unique key of the input is, `simplify_sort_keys` drops a key that is constant once
- * the keys before it tie, or that follows keys covering a unique key.
+ * other Sort and nothing that makes an order but a `Window`, nor deduplicates rows: every
+ * node is a `Project`, `Filter`, `Join`, an `Aggregate` with grouping, a `Window`, a
+ * `Union`, `Expand`, `Generate`, `SubqueryAlias`, or a leaf Catalyst gives no
+ * `outputOrdering`. Then the only orderings the analysis finds below the Sort are the
+ * Windows' (their partition keys, then their order keys), and both rules can act only
+ * through constants, unique keys and those: `eliminate_sorts` removes the Sort when every
+ * key is constant, or a unique key of the input is, or its first non-constant key leads
+ * an ordering from below (through a group of equal expressions, or as a monotonic function
+ * of it); `simplify_sort_keys` drops a key that is constant once the keys before it tie,
+ * or that follows keys covering a unique key.
  *
  * Over-approximated with groups of attributes (union-find over expression ids, the whole
  * subtree at once, whatever node the fact holds at): every alias joins its attribute to the
@@ -52,8 +55,10 @@ private[sparkext] object Prechecks {
  * constant then reads only attributes of constant groups (or none), and every unique key it
  * finds has all its members in the groups of one Aggregate's grouping expressions. A key
  * "may go" when every attribute it reads is in a constant group or in the group of an
- * earlier key (ties); a unique key "may be constant" likewise. If no key may go and no
- * unique key may be constant at any key, the sort rules cannot change the plan.
+ * earlier key (ties); a unique key "may be constant" likewise. The first key "may be
+ * ordered" when an attribute it reads is in the group of an attribute a Window's partition
+ * or order keys read. If no key may go, no unique key may be constant at any key and the
+ * first key may not be ordered, the sort rules cannot change the plan.
  */
 private[sparkext] object OrderingPrecheck {
 
@@ -76,60 +81,120 @@ private[sparkext] object OrderingPrecheck {
   private def mayChangeSort(sort: Sort): Boolean = {
     val facts = new Facts
     if (!facts.collect(sort.child)) return true
-    val cover = new mutable.LongMap[Unit]()
-    facts.constantGroups.foreach(g => cover.update(g, ()))
-    val key = new mutable.ArrayBuffer[Long]()
-    for (order <- sort.order) {
-      if (facts.uniqueKeys.exists(_.forall(id => cover.contains(facts.find(id))))) return true
+    facts.close()
+    val key = new Ints
+    val orders = sort.order
+    var o = 0
+    while (o < orders.length) {
+      if (facts.aUniqueKeyIsCovered) return true
       key.clear()
-      Facts.read(order.child, key)
+      facts.read(orders(o).child, key)
       // reads no attribute, or only constant ones, or ones the keys before it tie
-      if (key.forall(id => cover.contains(facts.find(id)))) return true
-      key.foreach(id => cover.update(facts.find(id), ()))
+      if (facts.covered(key)) return true
+      // the order a Window below makes may be this one (the rest follows only a first key)
+      if (o == 0 && facts.ordered(key)) return true
+      facts.cover(key)
+      o += 1
     }
     false
   }
 
-  private object Facts {
-    /** The ids of the attributes `e` reads (every AttributeReference in it). */
-    def read(e: Expression, out: mutable.ArrayBuffer[Long]): Unit = e match {
-      case a: AttributeReference => out += a.exprId.id
-      case _ => e.children.foreach(read(_, out))
+  /** A growable list of ints (written out: this runs on every query with a Sort, mostly
+   *  before the JIT has compiled it, where each layer of collections costs). */
+  private final class Ints {
+    private var a = new Array[Int](16)
+    var length = 0
+    def add(x: Int): Unit = {
+      if (length == a.length) a = java.util.Arrays.copyOf(a, length * 2)
+      a(length) = x
+      length += 1
     }
+    def apply(i: Int): Int = a(i)
+    def clear(): Unit = length = 0
+    def toArray: Array[Int] = java.util.Arrays.copyOf(a, length)
   }
 
-  /** Groups of attributes and what the subtree says of them. */
+  /** Groups of attributes (union-find over slots, one per expression id) and what the
+   *  subtree says of them. */
   private final class Facts {
-    private val parent = new mutable.LongMap[Long]()
-    private val constant = new mutable.ArrayBuffer[Long]()
-    private val scratch = new mutable.ArrayBuffer[Long]()
+    private val slots = new java.util.HashMap[java.lang.Long, Integer]()
+    private var parent = new Array[Int](64)
+    /** Per group root, after [[close]]: constant (or, later, tied); made by a Window. */
+    private var isCovered = new Array[Boolean](64)
+    private var isOrdered = new Array[Boolean](64)
+    private var size = 0
+    private val constants = new Ints
+    /** The attributes the Windows' partition and order keys read. */
+    private val windowKeys = new Ints
     /** Per grouped Aggregate: the attributes its grouping expressions read. */
-    val uniqueKeys = new mutable.ArrayBuffer[Array[Long]]()
+    private val uniqueKeys = new mutable.ArrayBuffer[Array[Int]]()
+    private val left = new Ints
+    private val right = new Ints
 
-    def find(id: Long): Long = {
-      var k = id
-      var p = parent.getOrElse(k, k)
-      while (p != k) {
-        val gp = parent.getOrElse(p, p)
-        parent.update(k, gp)
-        k = p
-        p = gp
+    private def slot(id: Long): Int = {
+      val known = slots.get(id)
+      if (known != null) return known.intValue
+      if (size == parent.length) {
+        parent = java.util.Arrays.copyOf(parent, size * 2)
+        isCovered = java.util.Arrays.copyOf(isCovered, size * 2)
+        isOrdered = java.util.Arrays.copyOf(isOrdered, size * 2)
+      }
+      parent(size) = size
+      slots.put(id, size)
+      size += 1
+      size - 1
+    }
+
+    private def find(s: Int): Int = {
+      var k = s
+      while (parent(k) != k) {
+        parent(k) = parent(parent(k))
+        k = parent(k)
       }
       k
     }
 
-    private def link(a: Long, b: Long): Unit = {
+    private def link(a: Int, b: Int): Unit = {
       val (ra, rb) = (find(a), find(b))
-      if (ra != rb) parent.update(rb, ra)
+      if (ra != rb) parent(rb) = ra
     }
 
-    private def ids(e: Expression): mutable.ArrayBuffer[Long] = {
-      scratch.clear()
-      Facts.read(e, scratch)
-      scratch
+    /** Appends the slots of the attributes `e` reads (every AttributeReference in it). */
+    def read(e: Expression, out: Ints): Unit = e match {
+      case a: AttributeReference => out.add(slot(a.exprId.id))
+      case _ =>
+        val cs = e.children
+        var i = 0
+        while (i < cs.length) { read(cs(i), out); i += 1 }
     }
 
-    def constantGroups: Iterator[Long] = constant.iterator.map(find)
+    /** Marks the constant and the ordered groups, once every group is known. */
+    def close(): Unit = {
+      var i = 0
+      while (i < constants.length) { isCovered(find(constants(i))) = true; i += 1 }
+      i = 0
+      while (i < windowKeys.length) { isOrdered(find(windowKeys(i))) = true; i += 1 }
+    }
+
+    def covered(xs: Ints): Boolean = {
+      var i = 0
+      while (i < xs.length) { if (!isCovered(find(xs(i)))) return false; i += 1 }
+      true
+    }
+
+    def ordered(xs: Ints): Boolean = {
+      var i = 0
+      while (i < xs.length) { if (isOrdered(find(xs(i)))) return true; i += 1 }
+      false
+    }
+
+    def cover(xs: Ints): Unit = {
+      var i = 0
+      while (i < xs.length) { isCovered(find(xs(i))) = true; i += 1 }
+    }
+
+    def aUniqueKeyIsCovered: Boolean =
+      uniqueKeys.exists(k => k.forall(s => isCovered(find(s))))
 
     /** Records `plan`'s facts; false when a node is outside the shape (see above). */
     def collect(plan: LogicalPlan): Boolean = {
@@ -139,9 +204,15 @@ private[sparkext] object OrderingPrecheck {
         case j: Join => j.condition.foreach(conjuncts); true
         case a: Aggregate if a.groupingExpressions.nonEmpty =>
           named(a.aggregateExpressions)
-          val key = new mutable.ArrayBuffer[Long]()
-          a.groupingExpressions.foreach(Facts.read(_, key))
+          val key = new Ints
+          a.groupingExpressions.foreach(read(_, key))
           uniqueKeys += key.toArray
+          true
+        case w: Window =>
+          // Its outputs are no constants, no members of a group and no unique keys: only
+          // the order it makes counts.
+          w.partitionSpec.foreach(read(_, windowKeys))
+          w.orderSpec.foreach(read(_, windowKeys))
           true
         case _: Union | _: Expand | _: Generate | _: SubqueryAlias => true
         case leaf if leaf.children.isEmpty => leaf.outputOrdering.isEmpty
@@ -152,13 +223,16 @@ private[sparkext] object OrderingPrecheck {
 
     private def named(list: Seq[NamedExpression]): Unit = list.foreach {
       case a: Alias =>
-        val read = ids(a.child)
+        left.clear()
+        read(a.child, left)
+        val self = slot(a.exprId.id)
         // `count(1) AS n` reads nothing, yet is no constant: the analysis never takes an
         // aggregate's result for one (it sees many rows).
-        if (read.isEmpty && a.child.find(_.isInstanceOf[AggregateExpression]).isEmpty) {
-          constant += a.exprId.id
+        if (left.length == 0 && a.child.find(_.isInstanceOf[AggregateExpression]).isEmpty) {
+          constants.add(self)
         }
-        read.foreach(link(a.exprId.id, _))
+        var i = 0
+        while (i < left.length) { link(self, left(i)); i += 1 }
       case _ =>
     }
 
@@ -166,17 +240,24 @@ private[sparkext] object OrderingPrecheck {
       case And(l, r) => conjuncts(l); conjuncts(r)
       case EqualTo(l, r) => equal(l, r)
       case EqualNullSafe(l, r) => equal(l, r)
-      case IsNull(x) => constant ++= ids(x)
+      case IsNull(x) => read(x, constants)
       case _ =>
     }
 
     private def equal(l: Expression, r: Expression): Unit = {
-      val li = ids(l).toArray
-      val ri = ids(r)
-      if (li.isEmpty) constant ++= ri
-      if (ri.isEmpty) constant ++= li
-      val all = li ++ ri
-      all.foreach(link(all(0), _))
+      left.clear()
+      read(l, left)
+      right.clear()
+      read(r, right)
+      var i = 0
+      if (left.length == 0) while (i < right.length) { constants.add(right(i)); i += 1 }
+      i = 0
+      if (right.length == 0) while (i < left.length) { constants.add(left(i)); i += 1 }
+      val all = if (left.length > 0) left(0) else if (right.length > 0) right(0) else -1
+      i = 0
+      while (i < left.length) { link(all, left(i)); i += 1 }
+      i = 0
+      while (i < right.length) { link(all, right(i)); i += 1 }
     }
   }
 }
