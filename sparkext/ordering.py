@@ -420,6 +420,10 @@ def _keys(order) -> tuple[SortKey, ...]:
     return tuple(SortKey.of(o) for o in order)
 
 
+# The JVM's "ordering" pre-check (jvm-shim Prechecks.scala) over-approximates what this
+# derivation and uniqueness.py can find, to skip calls for sorts nothing can change: a new
+# source of orderings, constants, equalities or unique keys here must be admitted there too
+# (tests/test_prechecks.py compares the two on TPC-H, TPC-DS and the corpus).
 def _derive(plan: LogicalPlan) -> EquivalenceProperties:
     match plan:
         case Relation(output=out, ordering=ordering, ordering_is_global=is_global):

@@ -72,6 +72,8 @@ def unique_keys(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
     return plan._cached("unique_keys", lambda: _dedupe(_derive(plan)))
 
 
+# A new source of unique keys must be admitted by the JVM's "ordering" pre-check too
+# (Prechecks.scala: it expects them from grouped Aggregates only; see ordering._derive).
 def _derive(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
     match plan:
         case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs):
