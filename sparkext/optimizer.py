@@ -43,7 +43,8 @@ FIXED_POINT = "fixed_point"
 POSITIONS = (ONCE_PER_QUERY, FIXED_POINT)
 #: JVM-side pre-checks a rule can declare (``Rule.jvm_precheck``; the shim's
 #: ``Prechecks.scala``). ``"ordering"``: sparkext's sort rules, which change a plan only
-#: through an order its input already has, constants or unique keys (docs/design.md).
+#: through an order its input already has, constants or unique keys (the shape it proves
+#: unchangeable: sparkext/rules/__init__.py, docs/performance.md "Fifth round").
 JVM_PRECHECKS = ("ordering",)
 
 

@@ -64,7 +64,9 @@ final class ActiveRules private (val excludedText: String, val catalystText: Str
   val patterns: Option[Seq[TreePattern.Value]] =
     if (rules.forall(_.patterns.nonEmpty)) Some(rules.flatMap(_.patterns).distinct) else None
   val prechecks: Option[Seq[String]] =
-    if (rules.nonEmpty && rules.forall(_.precheck.nonEmpty)) Some(rules.flatMap(_.precheck).distinct) else None
+    if (rules.nonEmpty && rules.forall(_.precheck.nonEmpty)) {
+      Some(rules.flatMap(_.precheck).distinct)
+    } else None
 }
 
 object ActiveRules {
