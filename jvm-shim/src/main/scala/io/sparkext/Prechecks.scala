@@ -253,11 +253,12 @@ private[sparkext] object OrderingPrecheck {
       if (left.length == 0) while (i < right.length) { constants.add(right(i)); i += 1 }
       i = 0
       if (right.length == 0) while (i < left.length) { constants.add(left(i)); i += 1 }
-      val all = if (left.length > 0) left(0) else if (right.length > 0) right(0) else -1
+      // one group for both sides: every attribute joins the first one read
+      val first = if (left.length > 0) left(0) else if (right.length > 0) right(0) else -1
       i = 0
-      while (i < left.length) { link(all, left(i)); i += 1 }
+      while (i < left.length) { link(first, left(i)); i += 1 }
       i = 0
-      while (i < right.length) { link(all, right(i)); i += 1 }
+      while (i < right.length) { link(first, right(i)); i += 1 }
     }
   }
 }
