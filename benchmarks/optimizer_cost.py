@@ -24,9 +24,10 @@ the sort rules' pre-check (a Sort they cannot change, ``skipped_precheck``); bri
 skips and Python time per call (sparkext.metrics); and, when the session's metrics have a
 ``rules`` key, each rule's invocations, effective invocations and time.
 
-``--profile N`` instead profiles (cProfile) the Python rules on the N largest TPC-DS
-plans, in replace mode, and prints the top entries; ``--subqueries`` measures what the
-calls for subquery plans cost and whether the rules change those plans.
+``--profile N`` instead profiles (cProfile) Python answering the N largest TPC-DS
+requests of replace mode, and prints the top entries; ``--subqueries`` measures what the
+calls for subquery plans cost and whether the rules change those plans. Both answer again
+the requests recorded from a real session of the mode.
 
     nice python benchmarks/optimizer_cost.py [--rounds 15] [--warmup 5] [--scale 0.1]
         [--suites tpch tpcds] [--modes native excluded ontop replace] [--queries q01 ...]
@@ -42,7 +43,8 @@ import pstats
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from py4j.java_gateway import JavaObject
@@ -52,10 +54,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import sparkext  # noqa: E402
+from sparkext.bridge import RuleBridge, split_by_position  # noqa: E402
 from sparkext.catalyst import PUSHDOWN_AND_PRUNING_RULES, excluded_rules_conf  # noqa: E402
-from sparkext.optimizer import Batch, Rule, RuleExecutor  # noqa: E402
+from sparkext.optimizer import Batch, Rule  # noqa: E402
 from sparkext.plan import LogicalPlan  # noqa: E402
 from sparkext.rules import builtin_batches  # noqa: E402
+from sparkext.session import Enabled  # noqa: E402
 from sparkext.testing.catalog import create_empty_tables  # noqa: E402
 from sparkext.testing.session import local_session  # noqa: E402
 from tests.conftest import TPCH_TABLES, tpch_dir  # noqa: E402
@@ -64,6 +68,8 @@ from tests.tpch import QUERY_NAMES, query  # noqa: E402
 TPCDS_DIR = ROOT / "tests" / "tpcds"
 TPCDS_DB = "tpcds_optimizer_cost"
 SPARKEXT_RULE = "io.sparkext.PythonRules(once)"
+# how the bridge's answer for an unchanged plan begins
+UNCHANGED_PREFIX = '{"unchanged":true'
 MODES: dict[str, dict[str, str]] = {
     "native": {"spark.sparkext.enabled": "false"},
     "excluded": {"spark.sparkext.enabled": "false", **excluded_rules_conf()},
@@ -82,8 +88,8 @@ def suite_queries(suite: str, chosen: list[str] | None) -> dict[str, str]:
     return {n: q for n, q in qs.items() if not chosen or n in chosen}
 
 
-def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str, str],
-                rules: list[Rule] | None = None) -> SparkSession:
+def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str, str]
+                ) -> tuple[SparkSession, Enabled]:
     session = spark.newSession()
     if suite == "tpch":
         data = tpch_dir(scale)
@@ -91,10 +97,10 @@ def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str,
             session.read.parquet(str(data / f"{t}.parquet")).createOrReplaceTempView(t)
     else:
         session.catalog.setCurrentDatabase(TPCDS_DB)
-    sparkext.enable(session, rules)
+    enabled = sparkext.enable(session)
     for key, value in settings.items():
         session.conf.set(key, value)
-    return session
+    return session, enabled
 
 
 def rule_times(qe: JavaObject) -> dict[str, tuple[int, int, int]]:
@@ -120,7 +126,7 @@ def optimize_once(session: SparkSession, sql: str) -> tuple[float, dict, dict]:
 def benchmark(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
     queries = suite_queries(suite, args.queries)
     modes = [m for m in MODES if m in args.modes]
-    sessions = {m: new_session(spark, suite, args.scale, MODES[m]) for m in modes}
+    sessions = {m: new_session(spark, suite, args.scale, MODES[m])[0] for m in modes}
     for _ in range(args.warmup):
         for sql in queries.values():
             for m in modes:
@@ -204,25 +210,33 @@ def report(suite: str, n: int, modes: list[str], totals: dict[str, list[float]],
 
 
 # -- the Python side alone --------------------------------------------------------------
+#
+# What Python is asked, recorded from a real session of the mode (the JVM's skips and
+# pre-checks decide which plans make a call, as in the benchmark), then answered again by
+# a RuleBridge of the built-in rules in a warm loop: decoding, the rules and the answer,
+# without the JVM. (A first version captured plans with a rule of its own registered
+# after the built-in ones, so it measured the rules on plans they had already rewritten.)
 
-def capturing(seen: list[LogicalPlan]) -> Rule:
-    def capture(plan: LogicalPlan) -> LogicalPlan:
-        seen.append(plan)
-        return plan
-    return Rule("capture", capture)
+def requests_of(spark: SparkSession, suite: str, args: argparse.Namespace, mode: str
+                ) -> dict[str, list[str]]:
+    """The requests a session of ``mode`` sends Python, per query, in the order it sends
+    them (subquery plans first: Catalyst optimizes them inside the main plan's
+    optimization, so the last request of a query is its main plan)."""
+    session, enabled = new_session(spark, suite, args.scale, MODES[mode])
+    bridge = enabled.bridge
+    answer = bridge.apply
+    sent: list[str] = []
 
+    def recording(payload: str) -> str:
+        sent.append(payload)
+        return answer(payload)
 
-def plans_of(spark: SparkSession, suite: str, args: argparse.Namespace, settings: dict[str, str]
-             ) -> dict[str, list[LogicalPlan]]:
-    """The plans sparkext is given per query, in the order it is given them (subquery
-    plans first: Catalyst optimizes them inside the main plan's optimization)."""
-    seen: list[LogicalPlan] = []
-    session = new_session(spark, suite, args.scale, settings, [capturing(seen)])
-    out: dict[str, list[LogicalPlan]] = {}
+    bridge.apply = recording  # type: ignore[method-assign]  # the channel calls bridge.apply
+    out: dict[str, list[str]] = {}
     for name, sql in suite_queries(suite, args.queries).items():
-        seen.clear()
+        sent.clear()
         session.sql(sql)._jdf.queryExecution().optimizedPlan()
-        out[name] = list(seen)
+        out[name] = list(sent)
     return out
 
 
@@ -232,16 +246,18 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def fresh(plan: LogicalPlan) -> LogicalPlan:
-    """A copy of ``plan`` with no derived facts cached (as a call decodes it)."""
-    return plan.transform_up(lambda n: n.copy())
+def replay_bridge(batches: Iterable[Batch]) -> RuleBridge:
+    return RuleBridge(split_by_position(batches))
+
+
+def changed(answer: str) -> bool:
+    return not answer.startswith(UNCHANGED_PREFIX)
 
 
 def profile(spark: SparkSession, args: argparse.Namespace) -> None:
-    catalyst_excluded = frozenset(r.rsplit(".", 1)[1] for r in PUSHDOWN_AND_PRUNING_RULES)
-    plans = plans_of(spark, "tpcds", args, MODES["replace"])
-    largest = sorted(((sum(1 for _ in p.walk()), name, p) for name, ps in plans.items()
-                      for p in ps), key=lambda t: -t[0])[:args.profile]
+    requests = requests_of(spark, "tpcds", args, "replace")
+    largest = sorted(((len(r), name) + (r,) for name, rs in requests.items() for r in rs),
+                     key=lambda t: -t[0])[:args.profile]
     per_rule: dict[str, float] = {}
 
     def timing(r: Rule) -> Rule:
@@ -253,23 +269,22 @@ def profile(spark: SparkSession, args: argparse.Namespace) -> None:
                 per_rule[r.name] = per_rule.get(r.name, 0.0) + time.perf_counter() - start
         return dataclasses.replace(r, fn=run)
 
-    timed_batches = tuple(Batch(b.name, b.strategy, tuple(timing(r) for r in b.rules))
-                          for b in builtin_batches())
+    timed_bridge = replay_bridge(
+        Batch(b.name, b.strategy, tuple(timing(r) for r in b.rules)) for b in builtin_batches())
     total = 0.0
-    for size, name, plan in largest:
-        start = time.perf_counter()
-        RuleExecutor(timed_batches).execute(fresh(plan), catalyst_excluded=catalyst_excluded)
-        spent = time.perf_counter() - start
+    for size, name, payload in largest:
+        spent = timed(partial(timed_bridge.apply, payload))
         total += spent
-        print(f"{name}: {size} nodes, {spent * 1e3:.0f} ms")
-    print(f"\nbuilt-in rules on the {len(largest)} largest TPC-DS plans: {total * 1e3:.0f} ms; "
-          "per rule: " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in per_rule.items()))
-    executor = RuleExecutor(builtin_batches())
+        print(f"{name}: request of {size / 1e3:.0f} KB, {spent * 1e3:.1f} ms")
+    rules_ms = sum(per_rule.values()) * 1e3
+    print(f"\n{len(largest)} largest TPC-DS requests (replace): {total * 1e3:.0f} ms answering, "
+          f"of which the rules {rules_ms:.0f} ms: "
+          + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in per_rule.items()))
+    bridge = replay_bridge(builtin_batches())
     prof = cProfile.Profile()
-    for _, _, plan in largest:
-        plan = fresh(plan)
+    for _, _, payload in largest:
         prof.enable()
-        executor.execute(plan, catalyst_excluded=catalyst_excluded)
+        bridge.apply(payload)
         prof.disable()
     for order in ("tottime", "cumulative"):
         out = io.StringIO()
@@ -278,27 +293,24 @@ def profile(spark: SparkSession, args: argparse.Namespace) -> None:
 
 
 def subqueries(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
-    catalyst_excluded = frozenset(r.rsplit(".", 1)[1] for r in PUSHDOWN_AND_PRUNING_RULES)
-    executor = RuleExecutor(builtin_batches())
-    for mode, excl in (("replace", catalyst_excluded), ("ontop", frozenset())):
-        plans = plans_of(spark, suite, args, MODES[mode])
-        main = sub = 0.0
-        n_sub = changed_sub = 0
-        for ps in plans.values():
-            for i, p in enumerate(ps):
-                p = fresh(p)
-                start = time.perf_counter()
-                result = executor.execute(p, catalyst_excluded=excl)
-                spent = time.perf_counter() - start
-                if i == len(ps) - 1:
-                    main += spent
-                else:
-                    sub += spent
-                    n_sub += 1
-                    changed_sub += result.plan is not p
-        n_main = len(plans)
-        print(f"{suite} {mode}: {n_main} main plans {main * 1e3:.1f} ms, {n_sub} subquery plans "
-              f"{sub * 1e3:.1f} ms in Python ({changed_sub} of them changed by the rules)")
+    bridge = replay_bridge(builtin_batches())
+    for mode in ("replace", "ontop"):
+        requests = requests_of(spark, suite, args, mode)
+        spent = {"main": [0.0] * max(args.rounds, 1), "sub": [0.0] * max(args.rounds, 1)}
+        count = {"main": 0, "sub": 0}
+        changes = {"main": 0, "sub": 0}
+        for rs in requests.values():
+            for i, payload in enumerate(rs):
+                kind = "main" if i == len(rs) - 1 else "sub"
+                count[kind] += 1
+                changes[kind] += changed(bridge.apply(payload))  # (also warms up)
+                for r in range(len(spent[kind])):
+                    spent[kind][r] += timed(partial(bridge.apply, payload))
+        ms = {k: statistics.median(v) * 1e3 for k, v in spent.items()}
+        print(f"{suite} {mode}: {count['main']} main plans made a call, {ms['main']:.1f} ms, "
+              f"{changes['main']} changed; {count['sub']} subquery plans made a call, "
+              f"{ms['sub']:.1f} ms, {changes['sub']} changed (Python answering the requests "
+              f"again in a warm loop: decoding, rules, answer; median of {args.rounds})")
 
 
 def main() -> None:

@@ -411,7 +411,11 @@ def _aliased(child: Iterable[Expression], named) -> list[Expression]:
 
 
 def _mentions(e: Expression, key) -> bool:
-    return e.exists(lambda x: isinstance(x, Expression) and x.semantic_key() == key)
+    """Whether a subexpression of ``e`` has semantic key ``key``. The keys are kept on
+    ``e``: a constraint is one shared object in the closures of every node above the one
+    that introduced it, and each closure asks this of it for every equality and alias."""
+    return key in e._cached("#subkeys", lambda: frozenset(
+        x.semantic_key() for x in e.walk() if isinstance(x, Expression)))
 
 
 def _replace_expr(e: Expression, key, replacement: Expression) -> Expression:

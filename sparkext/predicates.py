@@ -135,21 +135,28 @@ def replace_attributes(e: Expression, mapping: dict) -> Expression:
     return e.transform_up(swap)
 
 
+def opaque_inside(e: Expression) -> frozenset[tuple[str, bool, bool]]:
+    """``(cls, is a subquery, reads the query around it)`` of every opaque expression in
+    ``e`` (``e`` included), kept on ``e``: the same conjunct objects are asked about again in
+    the constraints of every node above them and on every round of a rule."""
+    return e._cached("#opaque", lambda: frozenset(
+        (x.cls, x.is_subquery, x.is_subquery and bool(x.children_))
+        for x in e.walk() if isinstance(x, OpaqueExpression)))
+
+
 def contains_subquery(e: Expression) -> bool:
-    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.is_subquery)
+    return any(subquery for _, subquery, _ in opaque_inside(e))
 
 
 def contains_correlated_subquery(e: Expression) -> bool:
     """A subquery that reads columns of the query around it (its children are those)."""
-    return e.exists(lambda x: isinstance(x, OpaqueExpression) and x.is_subquery
-                    and bool(x.children_))
+    return any(correlated for _, _, correlated in opaque_inside(e))
 
 
 def contains_aggregate(e: Expression) -> bool:
     """An aggregate function call anywhere in ``e``. In Spark 4 every aggregate, pandas
     grouped-aggregate UDFs (``PythonUDAF``) included, sits inside an AggregateExpression."""
-    return e.exists(lambda x: isinstance(x, OpaqueExpression)
-                    and x.cls == names.AGGREGATE_EXPRESSION)
+    return any(cls == names.AGGREGATE_EXPRESSION for cls, _, _ in opaque_inside(e))
 
 
 def subquery_outputs(e: Expression) -> frozenset:

@@ -62,6 +62,7 @@ from sparkext.plan import (
     Union,
     Window,
 )
+from sparkext.predicates import opaque_inside
 
 __all__ = ["prune_columns"]
 
@@ -226,8 +227,7 @@ def _is_scan(node: LogicalPlan) -> bool:
 
 
 def _has_predicate_subquery(e: Expression) -> bool:
-    return e.exists(lambda x: isinstance(x, OpaqueExpression)
-                    and x.cls in names.PREDICATE_SUBQUERIES)
+    return any(cls in names.PREDICATE_SUBQUERIES for cls, _, _ in opaque_inside(e))
 
 
 def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:
@@ -242,9 +242,7 @@ def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:
         return e
 
     def holds_exists(e: Expression) -> bool:
-        # The rule runs to a fixed point: most expressions are the same objects on every
-        # round, and whether one holds an EXISTS is kept on it.
-        return e._cached("#exists", lambda: e.exists(_is_exists))
+        return any(cls == names.EXISTS for cls, _, _ in opaque_inside(e))
 
     def in_node(n: LogicalPlan) -> LogicalPlan:
         return n.transform_expressions_up(narrow) if any(map(holds_exists, n.expressions)) else n
