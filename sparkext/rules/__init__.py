@@ -59,9 +59,10 @@ PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
 # what eliminate_sorts does (sparkext.ordering): both always run. The JVM's "ordering"
 # pre-check (Prechecks.scala) skips the call for a plan whose one Sort neither rule can
 # change: nothing below it makes an order but Windows, whose order the first key is not,
-# and no key can be constant or follow a unique key. It over-approximates ordering.py and uniqueness.py: a change to what those derive
-# (a new source of orderings, constants or unique keys) must be made there too
-# (tests/test_prechecks.py checks the two agree on TPC-H, TPC-DS and the corpus).
+# and no key can be constant or follow a unique key. It over-approximates ordering.py and
+# uniqueness.py: a change to what those derive (a new source of orderings, constants or
+# unique keys) must be made there too (tests/test_prechecks.py checks the two agree on
+# TPC-H, TPC-DS and the corpus).
 SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sort,),
                           jvm_precheck="ordering")
 ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,),
@@ -81,7 +82,7 @@ def builtin_batches() -> tuple[Batch, ...]:
     (Here, not in sparkext.optimizer: the rules build on the optimizer, never the reverse.)"""
     return BATCHES
 
-__all__ = ["BATCHES", "builtin_batches", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS", "PRUNE_SUBQUERY_INPUTS",
-           "PUSH_DOWN_FILTERS",
-           "SIMPLIFY_SORT_KEYS", "eliminate_sorts", "infer_filters", "prune_columns",
+__all__ = ["BATCHES", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS",
+           "PRUNE_SUBQUERY_INPUTS", "PUSH_DOWN_FILTERS", "SIMPLIFY_SORT_KEYS",
+           "builtin_batches", "eliminate_sorts", "infer_filters", "prune_columns",
            "push_down_filters", "simplify_sort_keys"]
