@@ -107,6 +107,11 @@ class Constraints:
     def union(self, other) -> Constraints:
         return Constraints([*self, *other])
 
+    def retain(self, keep) -> Constraints:
+        """Keeps only the predicates ``keep`` accepts (in place; returns ``self``)."""
+        self._by_key = {k: e for k, e in self._by_key.items() if keep(e)}
+        return self
+
 
 def constraints(plan: LogicalPlan) -> Constraints:
     """The constraints of ``plan``'s output (cached on the node)."""
@@ -120,12 +125,17 @@ def is_not_null_inferences(exprs, output=None) -> list[Expression]:
     a NULL field), as Catalyst's ``scanNullIntolerantAttribute``."""
     out: list[Expression] = []
     for e in exprs:
-        # isnotnull(a + b) is itself a null-intolerant predicate over a + b: so a and b.
-        out.extend(IsNotNull(x) for x in _null_intolerant_inputs(
-            e.child if isinstance(e, IsNotNull) else e))
+        out.extend(_not_null_implied(e))
     if output is not None:
         out.extend(IsNotNull(a) for a in output if not a.nullable)
     return out
+
+
+def _not_null_implied(e: Expression) -> tuple[Expression, ...]:
+    # Kept on ``e``: an inherited constraint is asked again in the closure of every node above.
+    # isnotnull(a + b) is itself a null-intolerant predicate over a + b: so a and b.
+    return e._cached("#notnull", lambda: tuple(IsNotNull(x) for x in _null_intolerant_inputs(
+        e.child if isinstance(e, IsNotNull) else e)))
 
 
 def _null_intolerant_inputs(e: Expression) -> list[Expression]:
@@ -175,12 +185,13 @@ def equality_inferences(exprs) -> list[Expression]:
         for ref in p.references:
             reading.setdefault(ref, []).append(p)
 
-    def restate(source: AttributeReference, target: Expression, keep) -> list[Expression]:
+    def restate(source: AttributeReference, target: Expression, keep
+                ) -> list[Expression | None]:
         key = source.semantic_key()
-        return [_replace_expr(p, key, target) for p in reading.get(source.expr_id, ())
+        return [_restated(p, key, target) for p in reading.get(source.expr_id, ())
                 if keep(p) and _mentions(p, key)]
 
-    out: list[Expression] = []
+    out: list[Expression | None] = []  # (None: nothing worth adding)
     for eq in preds:
         if not isinstance(eq, EqualTo):
             continue
@@ -201,8 +212,22 @@ def equality_inferences(exprs) -> list[Expression]:
         return not _is_column_equality(p) and not isinstance(p, EqualNullSafe)
     for attr, lit in _literal_bindings(preds):
         out.extend(restate(attr, lit, restatable))
-    simplified = (simplify_inferred(p) for p in out)
-    return [p for p in simplified if p is not None]
+    return [p for p in out if p is not None]
+
+
+def _restated(p: Expression, key, target: Expression) -> Expression | None:
+    """``p`` with ``target`` in place of what has semantic key ``key``, simplified
+    (:func:`simplify_inferred`). Kept on ``p``, by the identity of ``target``: the
+    constraints inherited from below, and the equalities among them, are the same objects in
+    the closure of every node above, which restates them again (and an equal but distinct
+    target, an attribute with another nullability or qualifier, would give another result)."""
+    memo = p._cached("#restated", dict)
+    hit = memo.get((key, id(target)))
+    if hit is not None and hit[0] is target:  # (the entry holds target: its id is not reused)
+        return hit[1]
+    out = simplify_inferred(_replace_expr(p, key, target))
+    memo[(key, id(target))] = (target, out)
+    return out
 
 
 # What a comparison of a deterministic expression with itself gives for a non-NULL value:
@@ -345,9 +370,8 @@ def with_inferences(exprs: Iterable[Expression], output=None) -> Constraints:
 def _close(valid: list[Expression], output) -> Constraints:
     ids = frozenset(a.expr_id for a in output)
     # ``false`` (a contradiction) reads no column and still says something: no row gets here.
-    return Constraints(c for c in with_inferences(valid, output)
-                       if (c.references and c.references <= ids and c.deterministic)
-                       or is_false(c))
+    return with_inferences(valid, output).retain(
+        lambda c: (c.references and c.references <= ids and c.deterministic) or is_false(c))
 
 
 def _valid(plan: LogicalPlan) -> list[Expression]:
