@@ -256,7 +256,7 @@ def changed(answer: str) -> bool:
 
 def profile(spark: SparkSession, args: argparse.Namespace) -> None:
     requests = requests_of(spark, "tpcds", args, "replace")
-    largest = sorted(((len(r), name) + (r,) for name, rs in requests.items() for r in rs),
+    largest = sorted(((len(r), name, r) for name, rs in requests.items() for r in rs),
                      key=lambda t: -t[0])[:args.profile]
     per_rule: dict[str, float] = {}
 
