@@ -137,7 +137,7 @@ from sparkext.plan import (
     Union,
     Window,
 )
-from sparkext.predicates import contains_subquery, split_conjuncts
+from sparkext.predicates import contains_subquery, opaque_inside, split_conjuncts
 
 __all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties",
            "windows_pruned"]
@@ -597,9 +597,8 @@ def _stays_in_place(node: Project | Filter) -> bool:
     into joins, which may shuffle) and without a Python UDF (extracted into a node of its
     own, which SpecialLimits does not look through)."""
     return node.deterministic and not any(
-        e.exists(lambda x: isinstance(x, OpaqueExpression)
-                 and (x.is_subquery or x.cls in _PYTHON_UDFS))
-        for e in node.expressions)
+        subquery or cls in _PYTHON_UDFS
+        for e in node.expressions for cls, subquery, _ in opaque_inside(e))
 
 
 def _through_in_place(plan: LogicalPlan) -> LogicalPlan:
