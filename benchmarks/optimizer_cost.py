@@ -296,7 +296,8 @@ def subqueries(spark: SparkSession, suite: str, args: argparse.Namespace) -> Non
     bridge = replay_bridge(builtin_batches())
     for mode in ("replace", "ontop"):
         requests = requests_of(spark, suite, args, mode)
-        spent = {"main": [0.0] * max(args.rounds, 1), "sub": [0.0] * max(args.rounds, 1)}
+        rounds = max(args.rounds, 1)
+        spent = {"main": [0.0] * rounds, "sub": [0.0] * rounds}
         count = {"main": 0, "sub": 0}
         changes = {"main": 0, "sub": 0}
         for rs in requests.values():
@@ -304,7 +305,7 @@ def subqueries(spark: SparkSession, suite: str, args: argparse.Namespace) -> Non
                 kind = "main" if i == len(rs) - 1 else "sub"
                 count[kind] += 1
                 changes[kind] += changed(bridge.apply(payload))  # (also warms up)
-                for r in range(len(spent[kind])):
+                for r in range(rounds):
                     spent[kind][r] += timed(partial(bridge.apply, payload))
         ms = {k: statistics.median(v) * 1e3 for k, v in spent.items()}
         print(f"{suite} {mode}: {count['main']} main plans made a call, {ms['main']:.1f} ms, "
