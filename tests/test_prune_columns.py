@@ -157,3 +157,22 @@ def test_prune_columns(title, update_plans):
 def test_a_plan_with_nothing_to_prune_is_returned_as_is():
     plan = Project((L.a, L.b, L.c, L.d), L.rel)
     assert prune_columns(plan) is plan
+
+
+@pytest.mark.parametrize("title", list(CASES))
+def test_without_predicate_subqueries_both_rules_share_one_answer(title):
+    """prune_subquery_inputs differs from prune_columns only around EXISTS and IN
+    subqueries: without one, it reads the answer prune_columns keeps on the node (and a
+    fixed point's confirming round reads it too)."""
+    plan = CASES[title]
+    out = prune_columns(plan)
+    assert prune_columns(plan, before_subquery_rewrite=True) is out
+    assert prune_columns(plan) is out
+    # An unchanged plan is kept as None, not as a reference from the node to itself.
+    assert plan._cache["#pruned"] is (None if out is plan else out)
+
+
+@pytest.mark.parametrize("title", [t for t in BEFORE_SUBQUERY_REWRITE if "EXISTS" in t])
+def test_a_predicate_subquery_is_pruned_around_in_advance(title):
+    plan = BEFORE_SUBQUERY_REWRITE[title]
+    assert prune_columns(plan, before_subquery_rewrite=True) != prune_columns(plan)

@@ -76,9 +76,26 @@ def prune_columns(plan: LogicalPlan, *, before_subquery_rewrite: bool = False) -
     only Catalyst's own ColumnPruning prunes around such joins: when it is switched off,
     this does its work in advance.
     """
-    if before_subquery_rewrite:
+    if before_subquery_rewrite and _holds_predicate_subquery(plan):
         plan = _narrow_exists_subqueries(plan)
-    return _Pruner(before_subquery_rewrite).prune(plan, plan.output_ids)
+        return _Pruner(True).prune(plan, plan.output_ids)
+    # Without an EXISTS or IN subquery both rules compute this one function of the plan.
+    # Kept on the node: the second of them to see a plan, and a fixed point's confirming
+    # round, read the first's answer (None: the plan itself, without a cycle through the
+    # node's own cache).
+    pruned = plan._cached("#pruned", lambda: _unless_same(
+        plan, _Pruner(False).prune(plan, plan.output_ids)))
+    return plan if pruned is None else pruned
+
+
+def _unless_same(plan: LogicalPlan, new: LogicalPlan) -> LogicalPlan | None:
+    return None if new is plan else new
+
+
+def _holds_predicate_subquery(plan: LogicalPlan) -> bool:
+    """Whether an expression of a node of ``plan`` holds an EXISTS or IN subquery."""
+    return any(isinstance(x, OpaqueExpression) and x.cls in names.PREDICATE_SUBQUERIES
+               for n in plan.walk() for e in n.expressions for x in e.walk())
 
 
 def _refs(exprs) -> frozenset:
