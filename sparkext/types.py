@@ -87,7 +87,7 @@ class DataType:
 
     def simple_string(self) -> str:
         """Spark's short name of the type, as in plan text (``bigint``, ``array<int>``)."""
-        return _simple(self.value)
+        return _simple_of(self.json)
 
     def __repr__(self) -> str:
         return self.simple_string()
@@ -145,6 +145,13 @@ def _identity_of(text: str) -> bool:
 @lru_cache(maxsize=1024)
 def _floating_of(text: str) -> bool:
     return _floating(json.loads(text))
+
+
+# The repr of a type is its simple string, and the semantic key of every comparison holding
+# a literal takes the repr of both spellings (BinaryComparison.semantic_key).
+@lru_cache(maxsize=1024)
+def _simple_of(text: str) -> str:
+    return _simple(json.loads(text))
 
 
 def _identity(v) -> bool:
