@@ -81,7 +81,14 @@ class LogicalPlan(TreeNode):
     @property
     def output_ids(self) -> frozenset:
         """The expression ids of ``output``."""
-        return self._cached("output_ids", lambda: frozenset(a.expr_id for a in self.output))
+        return self._cached("output_ids", self._output_ids)
+
+    def _output_ids(self) -> frozenset:
+        out = self.output
+        kids = self.children
+        if kids and out is kids[0].output:  # the child's very columns (Filter, Sort, ...)
+            return kids[0].output_ids
+        return frozenset(a.expr_id for a in out)
 
     @property
     def input_ids(self) -> frozenset:
