@@ -975,8 +975,11 @@ class _DateShift(Expression):
     _fixed_type = T.DATE
 
     def ordering_fact(self) -> OrderingFact | None:
-        # A constant number of days: increasing, strictly (overflow raises).
-        if _literal_value(self.days) is not None:
+        # Only the identity, a shift by 0 days. Catalyst adds the days to the date's int
+        # with no overflow check, in ANSI mode too: date_add(d, 1) of the last date
+        # (date_from_unix_date(2147483647)) is the first one, so a shift by any other
+        # constant does not keep the order.
+        if _literal_value(self.days) == 0:
             return OrderingFact(self.start_date, increasing=True, strict=True)
         return None
 
@@ -1000,8 +1003,12 @@ class TruncDate(Expression):
     _fixed_type = T.DATE
 
     def ordering_fact(self) -> OrderingFact | None:
-        # A constant unit: increasing, not strictly (a unit of days is one value).
-        if isinstance(self.format, Literal):
+        # 'QUARTER': increasing, not strictly (a quarter of days is one value). Catalyst
+        # truncates to a month, a year or a week with int arithmetic that wraps around on
+        # the lowest dates (trunc(date_from_unix_date(-2147483648), 'YEAR') is a date
+        # far in the future); to a quarter it goes through LocalDate and raises instead.
+        f = self.format
+        if isinstance(f, Literal) and isinstance(f.value, str) and f.value.upper() == "QUARTER":
             return OrderingFact(self.date, increasing=True, strict=False)
         return None
 
@@ -1032,9 +1039,12 @@ class TruncTimestamp(Expression):
 
 
 #: date_trunc's units -> the truncation the time zone must not reverse (None: plain
-#: arithmetic on the instant, no zone involved; see sparkext.timezones).
+#: arithmetic on the instant, no zone involved; see sparkext.timezones). Not MILLISECOND
+#: and SECOND: Catalyst subtracts the remainder from the instant's long with no overflow
+#: check, which wraps around within a second of the lowest instant; the other units go
+#: through java.time and raise there.
 _TRUNC_UNITS = {
-    "MICROSECOND": None, "MILLISECOND": None, "SECOND": None,
+    "MICROSECOND": None,
     "MINUTE": "MINUTES", "HOUR": "HOURS", "DAY": "DAYS", "DD": "DAYS",
     **dict.fromkeys(("WEEK", "MON", "MONTH", "MM", "QUARTER", "YEAR", "YYYY", "YY"), "date"),
 }

@@ -65,10 +65,16 @@ where ANSI mode rules out overflow:
 
 | expression (class) | monotonic in ``x`` |
 | --- | --- |
-| ``x + c``, ``x - c``, ``c + x``, ``x * c`` (c > 0), ``date_add(x, c)``, ``date_sub(x, c)`` (``Add``, ``Subtract``, ``Multiply``, ``DateAdd``, ``DateSub``) | increasing, strictly |
+| ``x + c``, ``x - c``, ``c + x``, ``x * c`` (c > 0), ``date_add(x, 0)``, ``date_sub(x, 0)`` (``Add``, ``Subtract``, ``Multiply``, ``DateAdd``, ``DateSub``) | increasing, strictly |
 | ``c - x``, ``-x``, ``x * c`` (c < 0) (``Subtract``, ``UnaryMinus``, ``Multiply``) | decreasing, strictly |
 | ``cast(x as wider)`` (integral to wider integral or decimal, decimal to wider decimal, date to timestamp_ntz) (``Cast``) | increasing, strictly |
-| ``date_trunc(f, x)``, ``trunc(x, f)``, ``to_date(x)`` (cast timestamp to date), ``cast(date as timestamp)``, ``year(x)``, ``floor(x)``, ``ceil(x)`` (decimal) (``TruncTimestamp``, ``TruncDate``, ``Cast``, ``Year``, ``Floor``, ``Ceil``) | increasing, not strictly |
+| ``date_trunc(f, x)`` (f a microsecond, a minute or longer), ``trunc(x, 'QUARTER')``, ``to_date(x)`` (cast timestamp to date), ``cast(date as timestamp)``, ``year(x)``, ``floor(x)``, ``ceil(x)`` (decimal) (``TruncTimestamp``, ``TruncDate``, ``Cast``, ``Year``, ``Floor``, ``Ceil``) | increasing, not strictly |
+
+Not declared, though monotonic on ordinary dates: ``date_add(x, c)`` and ``date_sub(x, c)``
+for ``c != 0``, ``trunc(x, f)`` to a month, a year or a week, ``date_trunc`` to a second or
+a millisecond. Catalyst computes them with int or long arithmetic that wraps around at the
+ends of the range (in ANSI mode too): ``date_add`` of the last date is the first one. The
+others here are exact, or raise where they leave the range.
 
 ``to_date`` and ``date_trunc`` work on local date-time, which goes back where the
 session's time zone sets its clock back: they count as monotonic only where the JVM's

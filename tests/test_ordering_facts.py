@@ -118,21 +118,32 @@ CASES = {
         ("year of a date", Year(d), (d, INC)),
         ("year of a timestamp (local time)", Year(ts), None),
     ],
+    # Catalyst adds the days to the date's int unchecked: the last date plus one is the first.
     "DateAdd": [
-        ("date_add(x, c)", DateAdd(d, lit(3)), (d, INC_STRICT)),
+        ("date_add(x, c): wraps around past the last date", DateAdd(d, lit(3)), None),
+        ("date_add(x, 0): the identity", DateAdd(d, lit(0)), (d, INC_STRICT)),
         ("date_add(x, y): no constant", DateAdd(d, days), None),
     ],
     "DateSub": [
-        ("date_sub(x, c)", DateSub(d, lit(3)), (d, INC_STRICT)),
+        ("date_sub(x, c): wraps around before the first date", DateSub(d, lit(3)), None),
+        ("date_sub(x, 0): the identity", DateSub(d, lit(0)), (d, INC_STRICT)),
         ("date_sub(x, NULL)", DateSub(d, lit(None, T.INT)), None),
     ],
+    # To a month, a year or a week Catalyst truncates with int arithmetic that wraps
+    # around on the lowest dates; to a quarter it raises there.
     "TruncDate": [
-        ("trunc(x, 'MM')", TruncDate(d, lit("MM")), (d, INC)),
+        ("trunc(x, 'QUARTER')", TruncDate(d, lit("quarter")), (d, INC)),
+        ("trunc(x, 'MM'): wraps around on the lowest dates", TruncDate(d, lit("MM")), None),
+        ("trunc(x, 'YEAR')", TruncDate(d, lit("YEAR")), None),
+        ("trunc(x, 'WEEK')", TruncDate(d, lit("WEEK")), None),
         ("trunc(x, unit column)", TruncDate(d, col("u", 9, T.STRING)), None),
     ],
     "TruncTimestamp": [
-        ("date_trunc('SECOND', x): no zone involved",
-         TruncTimestamp(lit("SECOND"), ts, "Test/Backwards"), (ts, INC)),
+        ("date_trunc('MICROSECOND', x): the identity",
+         TruncTimestamp(lit("MICROSECOND"), ts, "Test/Backwards"), (ts, INC)),
+        ("date_trunc('SECOND', x): wraps around within a second of the lowest instant",
+         TruncTimestamp(lit("SECOND"), ts, "UTC"), None),
+        ("date_trunc('MILLISECOND', x)", TruncTimestamp(lit("MILLISECOND"), ts, "UTC"), None),
         ("date_trunc('HOUR', x) where the zone never goes back by hours",
          TruncTimestamp(lit("HOUR"), ts, "Test/Backwards"), (ts, INC)),
         ("date_trunc('DAY', x) where the zone goes back across days",
@@ -268,10 +279,12 @@ def test_strict_arguments_follow_the_chain_until_a_non_strict_function():
     assert affine.strict_arguments() == (times(3, i), i)
     assert Cast(plus(i, 1), T.LONG).strict_arguments() == (plus(i, 1), i)
     assert plus(i, 1, LEGACY).strict_arguments() == ()
-    month = TruncDate(DateAdd(d, lit(1)), lit("MM"))
-    assert month.strict_arguments() == ()
-    assert DateAdd(TruncDate(d, lit("MM")), lit(1)).strict_arguments() == (
-        TruncDate(d, lit("MM")),)
+    quarter = TruncDate(Cast(ntz, T.DATE), lit("QUARTER"))
+    assert quarter.strict_arguments() == ()
+    assert Cast(TruncDate(d, lit("QUARTER")), T.TIMESTAMP_NTZ).strict_arguments() == (
+        TruncDate(d, lit("QUARTER")),)
+    assert DateAdd(DateAdd(d, lit(0)), lit(0)).strict_arguments() == (DateAdd(d, lit(0)), d)
+    assert DateAdd(d, lit(1)).strict_arguments() == ()
 
 
 def nulls(e, descending, nulls_first):
@@ -316,14 +329,18 @@ def test_minus_on_a_non_nullable_column_may_put_nulls_anywhere():
 
 
 def test_a_non_strict_function_in_the_chain_loses_the_keys_after_it():
-    # Sorted by (d, b): trunc(d + 1 day, 'MM') and trunc(d, 'MM') + 1 day are ordered,
-    # but a month of days ties on them while b restarts each day.
+    # Sorted by (d, b): trunc(d, 'QUARTER') and its widening to a timestamp are ordered,
+    # but a quarter of days ties on them while b restarts each day.
     p = EquivalenceProperties()
     p.orderings.append(Ordering((SortKey(d), SortKey(b)), True))
-    for e in (TruncDate(DateAdd(d, lit(1)), lit("MM")), DateAdd(TruncDate(d, lit("MM")), lit(1))):
+    q = TruncDate(d, lit("QUARTER"))
+    for e in (q, Cast(q, T.TIMESTAMP_NTZ)):
         assert p.ordering_satisfy([asc(e)])
         assert not p.ordering_satisfy([asc(e), asc(b)])
-    assert p.ordering_satisfy([asc(DateAdd(DateSub(d, lit(2)), lit(1))), asc(b)])
+    assert p.ordering_satisfy([asc(DateAdd(DateSub(d, lit(0)), lit(0))), asc(b)])
+    # A shift by days wraps around at the ends of the date range: not ordered at all.
+    assert not p.ordering_satisfy([asc(DateAdd(d, lit(1)))])
+    assert not p.ordering_satisfy([asc(TruncDate(d, lit("MM")))])
     # A decimal: floor(dec + 0.01) is ordered with dec, not strictly.
     q = sorted_by(dec, b)
     shifted = Add(dec, dec_lit("0.01", 3, 2), ANSI, _type=T.decimal(11, 2))

@@ -394,10 +394,6 @@ MONO_REDUNDANT = {
     "cached by (a DESC, b DESC): (-a ASC NULLS LAST, b DESC)": (
         lambda s: s["by_ab_desc"].orderBy(F.asc_nulls_last(-F.col("a")), F.desc("b")),
         ["a", "b"], {}),
-    "cached by (d, b): (date_add(d, 3), b)": (
-        lambda s: s["by_db"].orderBy(F.date_add("d", 3), "b"), ["d", "b"], {}),
-    "cached by (d, b): (date_sub(date_add(d, 3), 1), b), composed": (
-        lambda s: s["by_db"].orderBy(F.date_sub(F.date_add("d", 3), 1), "b"), ["d", "b"], {}),
     "cached by (dec, b): (dec + 0.25, b), a decimal keeping every digit": (
         lambda s: s["by_decb"].orderBy(F.col("dec") + F.lit(0.25).cast("decimal(3,2)"), "b"),
         ["dec", "b"], {}),
@@ -464,6 +460,13 @@ MONO_NECESSARY = {
             F.floor(F.col("dec") + F.lit(0.25).cast("decimal(3,2)")), "b"), ["dec", "b"], {}),
     "(trunc(date_add(d, 3), 'MM'), b): a month of days ties": (
         lambda s: s["by_db"].orderBy(F.trunc(F.date_add("d", 3), "MM"), "b"), ["d", "b"], {}),
+    # A shift by days wraps around at the ends of the date range (test below).
+    "(date_add(d, 3), b)": (
+        lambda s: s["by_db"].orderBy(F.date_add("d", 3), "b"), ["d", "b"], {}),
+    "(date_sub(date_add(d, 3), 1), b), composed": (
+        lambda s: s["by_db"].orderBy(F.date_sub(F.date_add("d", 3), 1), "b"), ["d", "b"], {}),
+    "(trunc(d, 'QUARTER'), b): a quarter of days ties": (
+        lambda s: s["by_db"].orderBy(F.trunc("d", "QUARTER"), "b"), ["d", "b"], {}),
     "a non-unique key: sorted by k, within partitions by (k, x)": (
         lambda s: s["data"].orderBy("k").sortWithinPartitions("k", "x"), ["k", "x"], {}),
     "groupBy(k, a) sorted by k only: (k, s) needs a too": (
@@ -574,6 +577,41 @@ def test_issue17_a_necessary_sort_stays(mono_outcomes, name):
     assert m["N"][0] >= 1 and kinds(m["S"][2]) == kinds(m["N"][2]) == kinds(m["S-"][2]), (
         written, m["N"][2], m["S"][2], m["S-"][2])
     check_rows(m, keys)
+
+
+# Dates at the ends of the int range Spark keeps them in (days since 1970-01-01), where
+# Catalyst's date arithmetic wraps around: date_add(last, 1) is the first date, and
+# trunc(first, 'MM') a date far in the future. Shown through unix_date (Python holds no
+# year beyond 9999).
+@pytest.fixture(scope="module")
+def extreme_dates(spark, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("extreme_dates") / "t")
+    spark.sql("SELECT id, date_from_unix_date(u) AS dt FROM VALUES (1, 0), (2, 100), "
+              "(3, 2147483647), (4, 2147483646), (5, -2147483648), (6, -2147483600), "
+              "(7, NULL) AS v(id, u)").write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("extreme_dates")
+    yield "extreme_dates"
+    spark.catalog.dropTempView("extreme_dates")
+
+
+@pytest.mark.parametrize("key", ["date_add(dt, 1)", "date_sub(dt, 1)", "trunc(dt, 'MM')",
+                                 "trunc(dt, 'YEAR')", "trunc(dt, 'WEEK')"])
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_date_arithmetic_that_wraps_around_keeps_the_sort_by_it(spark, extreme_dates, key,
+                                                                 ansi):
+    sparkext.enable(spark)
+    query = (f"SELECT id, unix_date(k) AS k FROM (SELECT id, {key} AS k FROM "
+             f"(SELECT * FROM {extreme_dates} ORDER BY dt LIMIT 100) ORDER BY k)")
+    outcomes = {}
+    for mode in ("N", "S", "S-"):
+        with conf(spark, {**MODES[mode], "spark.sql.ansi.enabled": ansi}):
+            df = spark.sql(query)
+            outcomes[mode] = (sort_shapes(df._jdf.queryExecution().optimizedPlan()),
+                              [tuple(r) for r in df.collect()])
+    plain_sorts, plain_rows = outcomes["N"]
+    assert len(plain_sorts) == 2
+    for mode in ("S", "S-"):
+        assert outcomes[mode] == outcomes["N"], mode
 
 
 def sort_key_counts(df) -> list[int]:
