@@ -1023,9 +1023,11 @@ class TruncTimestamp(Expression):
     _fixed_type = T.TIMESTAMP
 
     def ordering_fact(self) -> OrderingFact | None:
-        """A constant unit: increasing, not strictly (a unit of instants is one value),
-        where the session's time zone never sets the local clock back across the unit
-        (:mod:`sparkext.timezones`; below a minute the zone plays no part)."""
+        """A constant unit of :data:`_TRUNC_UNITS` (a microsecond, a minute or longer):
+        increasing, not strictly (a unit of instants is one value), where the session's
+        time zone never sets the local clock back across the unit (:mod:`sparkext.timezones`;
+        a microsecond is the instant itself). A second or a millisecond: nothing (the
+        arithmetic wraps around at the lowest instant)."""
         f = self.format
         if not isinstance(f, Literal) or not isinstance(f.value, str):
             return None

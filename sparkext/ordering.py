@@ -61,7 +61,7 @@ conditions (types, ANSI mode, the time zone) and answers None where they fail. T
 reads nothing else. The classes that declare one today (pinned by
 ``tests/test_ordering_facts.py``), only over integral, decimal, date and timestamp values
 (floating point NaN and -0.0 order in ways these functions do not preserve), and only
-where ANSI mode rules out overflow:
+where overflow raises (ANSI mode, for ``+``, ``-``, ``*`` and unary ``-``):
 
 | expression (class) | monotonic in ``x`` |
 | --- | --- |

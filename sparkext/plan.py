@@ -84,11 +84,9 @@ class LogicalPlan(TreeNode):
         return self._cached("output_ids", self._output_ids)
 
     def _output_ids(self) -> frozenset:
-        out = self.output
-        kids = self.children
-        if kids and out is kids[0].output:  # the child's very columns (Filter, Sort, ...)
-            return kids[0].output_ids
-        return frozenset(a.expr_id for a in out)
+        if type(self).output is LogicalPlan.output:  # the child's very columns (Filter, Sort, ...)
+            return self.children[0].output_ids
+        return frozenset(a.expr_id for a in self.output)
 
     @property
     def input_ids(self) -> frozenset:

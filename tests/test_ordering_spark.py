@@ -586,9 +586,11 @@ def test_issue17_a_necessary_sort_stays(mono_outcomes, name):
 @pytest.fixture(scope="module")
 def extreme_dates(spark, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("extreme_dates") / "t")
-    spark.sql("SELECT id, date_from_unix_date(u) AS dt FROM VALUES (1, 0), (2, 100), "
-              "(3, 2147483647), (4, 2147483646), (5, -2147483648), (6, -2147483600), "
-              "(7, NULL) AS v(id, u)").write.parquet(path)
+    # (Spark 3.5 refuses to write dates before 1582 unless told how: as they are.)
+    with conf(spark, {"spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED"}):
+        spark.sql("SELECT id, date_from_unix_date(u) AS dt FROM VALUES (1, 0), (2, 100), "
+                  "(3, 2147483647), (4, 2147483646), (5, -2147483648), (6, -2147483600), "
+                  "(7, NULL) AS v(id, u)").write.parquet(path)
     spark.read.parquet(path).createOrReplaceTempView("extreme_dates")
     yield "extreme_dates"
     spark.catalog.dropTempView("extreme_dates")
@@ -608,8 +610,7 @@ def test_date_arithmetic_that_wraps_around_keeps_the_sort_by_it(spark, extreme_d
             df = spark.sql(query)
             outcomes[mode] = (sort_shapes(df._jdf.queryExecution().optimizedPlan()),
                               [tuple(r) for r in df.collect()])
-    plain_sorts, plain_rows = outcomes["N"]
-    assert len(plain_sorts) == 2
+    assert len(outcomes["N"][0]) == 2
     for mode in ("S", "S-"):
         assert outcomes[mode] == outcomes["N"], mode
 

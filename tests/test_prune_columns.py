@@ -41,7 +41,7 @@ from sparkext.plan import (
     Union,
     Window,
 )
-from sparkext.rules.prune_columns import prune_columns
+from sparkext.rules.prune_columns import _narrow_exists_subqueries, _Pruner, prune_columns
 from tests import golden
 from tests.plans import Table, agg
 
@@ -165,6 +165,11 @@ def test_without_predicate_subqueries_both_rules_share_one_answer(title):
     subqueries: without one, it reads the answer prune_columns keeps on the node (and a
     fixed point's confirming round reads it too)."""
     plan = CASES[title]
+    # The same function (computed apart, past the kept answer) ...
+    assert _narrow_exists_subqueries(plan) is plan
+    assert _Pruner(True).prune(plan, plan.output_ids) == _Pruner(False).prune(
+        plan, plan.output_ids)
+    # ... computed once.
     out = prune_columns(plan)
     assert prune_columns(plan, before_subquery_rewrite=True) is out
     assert prune_columns(plan) is out

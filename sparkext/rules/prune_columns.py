@@ -94,8 +94,7 @@ def _unless_same(plan: LogicalPlan, new: LogicalPlan) -> LogicalPlan | None:
 
 def _holds_predicate_subquery(plan: LogicalPlan) -> bool:
     """Whether an expression of a node of ``plan`` holds an EXISTS or IN subquery."""
-    return any(isinstance(x, OpaqueExpression) and x.cls in names.PREDICATE_SUBQUERIES
-               for n in plan.walk() for e in n.expressions for x in e.walk())
+    return any(_has_predicate_subquery(e) for n in plan.walk() for e in n.expressions)
 
 
 def _refs(exprs) -> frozenset:
