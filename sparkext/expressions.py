@@ -1007,8 +1007,7 @@ class TruncDate(Expression):
         # truncates to a month, a year or a week with int arithmetic that wraps around on
         # the lowest dates (trunc(date_from_unix_date(-2147483648), 'YEAR') is a date
         # far in the future); to a quarter it goes through LocalDate and raises instead.
-        f = self.format
-        if isinstance(f, Literal) and isinstance(f.value, str) and f.value.upper() == "QUARTER":
+        if _unit(self.format) == "QUARTER":
             return OrderingFact(self.date, increasing=True, strict=False)
         return None
 
@@ -1028,16 +1027,18 @@ class TruncTimestamp(Expression):
         time zone never sets the local clock back across the unit (:mod:`sparkext.timezones`;
         a microsecond is the instant itself). A second or a millisecond: nothing (the
         arithmetic wraps around at the lowest instant)."""
-        f = self.format
-        if not isinstance(f, Literal) or not isinstance(f.value, str):
-            return None
-        unit = f.value.upper()
+        unit = _unit(self.format)
         if unit not in _TRUNC_UNITS:
             return None
         zone_unit = _TRUNC_UNITS[unit]
         if zone_unit is None or timezones.keeps_order(self.time_zone_id, zone_unit):
             return OrderingFact(self.timestamp, increasing=True, strict=False)
         return None
+
+
+def _unit(e: Expression) -> str | None:
+    """The unit a truncation names, upper case, when it is a string literal."""
+    return e.value.upper() if isinstance(e, Literal) and isinstance(e.value, str) else None
 
 
 #: date_trunc's units -> the truncation the time zone must not reverse (None: plain
