@@ -20,6 +20,12 @@ GET_ARRAY_STRUCT_FIELDS = "GetArrayStructFields"
 PREDICATE_SUBQUERIES = frozenset({EXISTS, LIST_QUERY})
 #: Expressions whose value depends on many rows, not on the row at hand.
 MANY_ROWS = frozenset({AGGREGATE_EXPRESSION, WINDOW_EXPRESSION})
+#: Window functions whose value never decreases along the rows of a partition in its
+#: window's order, and is never NULL: ``row_number`` (strictly), ``rank``, ``dense_rank``,
+#: ``ntile``, ``percent_rank``, ``cume_dist``. (The JVM's ordering pre-check,
+#: Prechecks.scala, names the same classes.)
+NONDECREASING_WINDOW_FUNCTIONS = frozenset({
+    "RowNumber", "Rank", "DenseRank", "NTile", "PercentRank", "CumeDist"})
 
 #: Aggregate functions whose result does not depend on the order of their input.
 ORDER_INSENSITIVE_AGGREGATES = frozenset({

@@ -34,7 +34,7 @@ Derivation per node:
 | Offset, any other (an ``Opaque``) | none | none |
 | Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
 | Aggregate | none, whatever the input's order: Spark picks HashAggregate (which keeps no order) or SortAggregate at planning, out of sparkext's sight | grouping outputs that were constant stay constant |
-| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). The input's order is lost. Only while the Window stays: see :func:`windows_pruned` | passed on |
+| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). Also, for each window function that never decreases along that order (``row_number``, ``rank``, ``dense_rank``, ``ntile``, ``percent_rank``, ``cume_dist``): the partition keys, then that function's column (never NULL), then the order keys. The input's order is lost. Only while the Window stays: see :func:`windows_pruned` | passed on |
 | Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit and Window: ``keeps_child_equivalences`` on the class) | none | passed on |
 | Union of one child | the child's | the child's |
 | Union of several children, Expand, Opaque | none (nothing holds across children; Expand interleaves its projections' rows) | none |
@@ -469,8 +469,9 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
             return p
         case GlobalLimit() | Opaque() if (sorted_input := _top_k_input(plan)) is not None:
             return properties(sorted_input)
-        case Window(partition_spec=partition_spec, order_spec=order_spec, child=child):
-            return _window(partition_spec, order_spec, properties(child))
+        case Window(window_expressions=wexprs, partition_spec=partition_spec,
+                    order_spec=order_spec, child=child):
+            return _window(wexprs, partition_spec, order_spec, properties(child))
         case Union(children=(only,)):
             return properties(only)
         case _ if plan.keeps_child_order:
@@ -626,17 +627,48 @@ def _one_partition(plan: LogicalPlan) -> bool:
             return False
 
 
-def _window(partition_spec: tuple[Expression, ...], order_spec: tuple[SortOrder, ...],
+def _window(window_expressions: tuple[Expression, ...], partition_spec: tuple[Expression, ...],
+            order_spec: tuple[SortOrder, ...],
             child: EquivalenceProperties) -> EquivalenceProperties:
     """WindowExec asks for its input clustered by the partition keys and sorted, within
     each partition, by them (ascending) then the order keys, and passes that order on.
     Without partition keys its input is gathered into one partition: the order is global.
     (The input's own order does not survive the shuffle; when Spark plans none, the
-    input already satisfied the same requirement.)"""
+    input already satisfied the same requirement.)
+
+    A window function that never decreases along that order (``row_number``, ``rank``,
+    ...: :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS`) orders the rows
+    too: by the partition keys, then its value, then the order keys (rows that tie on its
+    value within a partition are a run of consecutive rows, still in the order keys'
+    order). Its value is never NULL. DataFusion's window equivalences do the same."""
     p = child.copy()
-    keys = tuple(SortKey(e) for e in partition_spec) + _keys(order_spec)
+    part = tuple(SortKey(e) for e in partition_spec)
+    keys = part + _keys(order_spec)
     p.orderings = [Ordering(keys, not partition_spec)] if keys else []
+    for attr in _nondecreasing_outputs(window_expressions, (*partition_spec, *order_spec)):
+        p.orderings.append(Ordering(part + (SortKey(attr),) + _keys(order_spec),
+                                    not partition_spec))
+        p.add_not_null(attr)
     return p
+
+
+def _nondecreasing_outputs(window_expressions: tuple[Expression, ...],
+                           spec: tuple[Expression, ...]) -> list[AttributeReference]:
+    """The output columns of ``window_expressions`` that hold a window function of
+    :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS` over exactly this
+    Window's partition and order keys (``spec``; a WindowSpecDefinition's children are
+    those keys, then the frame)."""
+    wanted = [e.semantic_key() for e in spec]
+    out = []
+    for ne in window_expressions:
+        match ne:
+            case Alias(child=OpaqueExpression(cls=names.WINDOW_EXPRESSION,
+                                              children_=(OpaqueExpression() as fn,
+                                                         OpaqueExpression() as wspec))):
+                if (fn.cls in names.NONDECREASING_WINDOW_FUNCTIONS
+                        and [e.semantic_key() for e in wspec.children_[:-1]] == wanted):
+                    out.append(ne.to_attribute())
+    return out
 
 
 def windows_pruned(plan: LogicalPlan) -> int:

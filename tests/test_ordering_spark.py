@@ -687,6 +687,32 @@ TOPK_REDUNDANT = {
         lambda s: s["events"].withColumn(
             "r", F.rank().over(Window.partitionBy("host").orderBy("ts")))
         .sortWithinPartitions("host"), None),
+    # Window functions that never decrease along the window's order order the rows too.
+    "window without partition keys: re-sorted by its row_number": (
+        lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("eid")))
+        .orderBy("r"), ["r"]),
+    "window without partition keys: re-sorted by its rank, then its order key": (
+        lambda s: s["events"].withColumn("r", F.rank().over(Window.orderBy("ts")))
+        .orderBy("r", "ts"), ["r", "ts"]),
+    "window without partition keys: re-sorted by its dense_rank, renamed, NULLS LAST": (
+        lambda s: s["events"].withColumn("r", F.dense_rank().over(Window.orderBy("kind")))
+        .select(F.col("r").alias("d"), "kind").orderBy(F.asc_nulls_last("d")), ["d"]),
+    "window without partition keys: re-sorted by ntile, percent_rank and cume_dist": (
+        lambda s: s["events"].select(
+            "eid", F.ntile(4).over(Window.orderBy("eid")).alias("n"),
+            F.percent_rank().over(Window.orderBy("eid")).alias("p"),
+            F.cume_dist().over(Window.orderBy("eid")).alias("c")).orderBy("n", "p", "c"),
+        ["n", "p", "c"]),
+    "window: sorted within partitions by its partition key and its row_number": (
+        lambda s: s["events"].withColumn(
+            "r", F.row_number().over(Window.partitionBy("host").orderBy("ts")))
+        .sortWithinPartitions("host", "r"), None),
+    "window without partition keys: a filter on its row_number, re-sorted by it": (
+        lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("eid")))
+        .where("r > 3").orderBy("r"), ["r"]),
+    "window without partition keys: r <= 5 (a window group limit below it), re-sorted by r": (
+        lambda s: s["events"].withColumn("r", F.rank().over(Window.orderBy("ts")))
+        .where("r <= 5").orderBy("r", "ts"), ["r", "ts"]),
 }
 
 TOPK_NECESSARY = {
@@ -725,6 +751,26 @@ TOPK_NECESSARY = {
         .orderBy("host", "ts"), ["host", "ts"]),
     "a sort within partitions over three partitions": (
         lambda s: s["events"].repartition(3).sortWithinPartitions("ts").orderBy("ts"), ["ts"]),
+    "window: re-sorted by its row_number descending": (
+        lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("eid")))
+        .orderBy(F.desc("r")), ["r"]),
+    "window: re-sorted by its rank, then another key than its order key": (
+        lambda s: s["events"].withColumn("r", F.rank().over(Window.orderBy("host")))
+        .orderBy("r", "eid"), ["r", "eid"]),
+    "window partitioned: a global sort by its partition key and row_number": (
+        lambda s: s["events"].withColumn(
+            "r", F.row_number().over(Window.partitionBy("host").orderBy("ts")))
+        .orderBy("host", "r"), ["host", "r"]),
+    "two windows: re-sorted by the lower one's row_number": (
+        lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("eid")))
+        .withColumn("q", F.row_number().over(Window.orderBy(F.desc("eid"))))
+        .orderBy("r"), ["r"]),
+    "window: re-sorted by a running sum (not declared non-decreasing)": (
+        lambda s: s["events"].withColumn("c", F.sum("amount").over(Window.orderBy("eid")))
+        .orderBy("c"), ["c"]),
+    "window: its row_number read only by the sort (the window would be pruned)": (
+        lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("eid")))
+        .orderBy("r").select("eid", "host"), ["eid"]),
 }
 
 REDUNDANT.update(TOPK_REDUNDANT)

@@ -26,6 +26,7 @@ from sparkext import types as T
 from sparkext.context import CallContext, current, scoped
 from sparkext.expressions import (
     Add, Alias, AttributeReference, Expression, In, OpaqueExpression, asc, desc, lit)
+from sparkext.expressions import SortOrder as SO
 from sparkext.ordering import properties, windows_pruned
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
@@ -140,6 +141,43 @@ def test_a_window_orders_by_partition_keys_then_order_keys_within_partitions() -
 def test_a_window_without_partition_keys_orders_globally_and_drops_its_inputs_order() -> None:
     assert globally_by_v(WindowNode((), (), (asc(v),), REL))
     assert not globally_by_v(WindowNode((), (), (asc(k),), by_v()))
+
+
+def window_function(fn: str, partition: tuple, order: tuple, expr_id: int = 8) -> Alias:
+    """``fn() OVER (PARTITION BY partition ORDER BY order) AS r`` as the JVM sends it."""
+    frame = OpaqueExpression("SpecifiedWindowFrame", (), 93)
+    spec = OpaqueExpression("WindowSpecDefinition", (*partition, *order, frame), 94)
+    call = OpaqueExpression(fn, (), 95, _type=T.INT)
+    return Alias(OpaqueExpression("WindowExpression", (call, spec), 96, _type=T.INT), "r",
+                 expr_id)
+
+
+@pytest.mark.parametrize("fn", ["RowNumber", "Rank", "DenseRank", "NTile", "PercentRank",
+                                "CumeDist"])
+def test_a_window_function_that_never_decreases_orders_the_rows_after_the_partition_keys(
+        fn: str) -> None:
+    alias = window_function(fn, (k,), (desc(v),))
+    r = alias.to_attribute()
+    p = properties(WindowNode((alias,), (k,), (desc(v),), REL))
+    assert p.ordering_satisfy([asc(k), asc(r)], require_global=False)
+    assert p.ordering_satisfy([asc(k), asc(r), desc(v)], require_global=False)
+    assert p.ordering_satisfy([asc(k), SO(r, "ASC", "LAST")], require_global=False)  # no NULLs
+    assert not p.ordering_satisfy([asc(k), asc(r)], require_global=True)
+    assert not p.ordering_satisfy([asc(r)], require_global=False)
+    assert not p.ordering_satisfy([asc(k), desc(r)], require_global=False)
+    alone = WindowNode((window_function(fn, (), (asc(v),)),), (), (asc(v),), REL)
+    assert properties(alone).ordering_satisfy([asc(r), asc(v)], require_global=True)
+
+
+@pytest.mark.parametrize("title,alias", [
+    ("a running sum", window_function("AggregateExpression", (k,), (desc(v),))),
+    ("a function that may decrease", window_function("Lag", (k,), (desc(v),))),
+    ("another window's spec", window_function("RowNumber", (k,), (asc(v),))),
+])
+def test_no_order_from_a_window_function_not_known_to_follow_this_windows_order(
+        title: str, alias: Alias) -> None:
+    p = properties(WindowNode((alias,), (k,), (desc(v),), REL))
+    assert not p.ordering_satisfy([asc(k), asc(alias.to_attribute())], require_global=False)
 
 
 def window_column_then_sort(keep_r: bool) -> Project:
@@ -324,6 +362,16 @@ REDUNDANT: dict[str, Case] = {
     "window over a unique key: re-sorted by it and the window's column": case(
         lambda d: grouped(d).withColumn("r", row_number(Window.orderBy("k")))
         .orderBy("k", "r"), ["k"]),
+    # window functions that never decrease along the window's order (row_number, rank, ...)
+    "window: a sort within partitions by its partition keys and its row_number": case(
+        lambda d: d.withColumn("r", row_number(w_part())).sortWithinPartitions("k", "r"),
+        ["k", "r"]),
+    "window without partition keys: re-sorted by its rank over ties and NULLs, then the key":
+        case(lambda d: d.withColumn("r", F.rank().over(Window.orderBy("k")))
+             .orderBy("r", "k"), ["r", "k"]),
+    "window without partition keys: re-sorted by its dense_rank over a descending key": case(
+        lambda d: d.withColumn("r", F.dense_rank().over(Window.orderBy(F.desc("k"))))
+        .orderBy("r"), ["r"]),
     "one partition: a global sort over a sort within partitions (repartition)": case(
         lambda d: d.repartition(1).sortWithinPartitions("v").orderBy("v"), ["v"]),
     "one partition: a global sort over a sort within partitions (coalesce)": case(
@@ -336,6 +384,8 @@ REDUNDANT: dict[str, Case] = {
 }
 
 NECESSARY: dict[str, Case] = {
+    "window partitioned: a global sort by its partition key and its rank": case(
+        lambda d: d.withColumn("r", F.rank().over(w_part())).orderBy("k", "r"), ["k", "r"]),
     # The sort is all that needs the window's column: without it Catalyst's column pruning,
     # which runs again after sparkext, removes the Window and its order with it.
     "window over a unique key: re-sorted by it and the window's column, dropped after": case(

@@ -159,6 +159,8 @@ def test_a_sort_no_rule_can_change_makes_no_call(spark, sales):
     "function_of_earlier",
     # an order from below (a window's)
     "window_below",
+    # an order from below: a window function that never decreases along its window's order
+    "window_function_below",
     # a sort under another sort
     "two_sorts",
     # a sort the root reaches through a join
@@ -183,6 +185,8 @@ def test_a_sort_a_rule_may_change_makes_the_call(spark, sales, case):
         "window_below": lambda: s.withColumn("r", F.rank().over(Window.partitionBy("k")
                                                                .orderBy("v")))
         .orderBy("k", "v", "j", "n"),
+        "window_function_below": lambda: s.withColumn("r", F.row_number().over(
+            Window.orderBy("v"))).select(F.col("r").alias("r2"), "k").orderBy("r2", "k"),
         "two_sorts": lambda: s.orderBy("v").limit(30).orderBy("k", "v"),
         "under_a_join": lambda: s.join(s.orderBy("j").select(F.col("k").alias("k3")).distinct(),
                                        F.col("k") == F.col("k3")).orderBy("v", "j", "k3"),

@@ -4,7 +4,7 @@ import scala.collection.mutable
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, AttributeReference, EqualNullSafe,
-  EqualTo, Expression, IsNull, NamedExpression}
+  EqualTo, Expression, IsNull, NamedExpression, WindowExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical._
 
@@ -37,7 +37,8 @@ private[sparkext] object Prechecks {
  * node is a `Project`, `Filter`, `Join`, an `Aggregate` with grouping, a `Window`, a
  * `Union`, `Expand`, `Generate`, `SubqueryAlias`, or a leaf Catalyst gives no
  * `outputOrdering`. Then the only orderings the analysis finds below the Sort are the
- * Windows' (their partition keys, then their order keys), and both rules can act only
+ * Windows' (their partition keys, then their order keys, or then a window function that
+ * never decreases along those, such as row_number), and both rules can act only
  * through constants, unique keys and those: `eliminate_sorts` removes the Sort when every
  * key is constant, or a unique key of the input is, or its first non-constant key leads
  * an ordering from below (through a group of equal expressions, or as a monotonic function
@@ -57,10 +58,16 @@ private[sparkext] object Prechecks {
  * "may go" when every attribute it reads is in a constant group or in the group of an
  * earlier key (ties); a unique key "may be constant" likewise. The first key "may be
  * ordered" when an attribute it reads is in the group of an attribute a Window's partition
- * or order keys read. If no key may go, no unique key may be constant at any key and the
- * first key may not be ordered, the sort rules cannot change the plan.
+ * or order keys read, or of such a window function's output. If no key may go, no unique
+ * key may be constant at any key and the first key may not be ordered, the sort rules
+ * cannot change the plan.
  */
 private[sparkext] object OrderingPrecheck {
+
+  /** sparkext/catalyst_names.py's NONDECREASING_WINDOW_FUNCTIONS: window functions whose
+   *  value never decreases along their window's order (sparkext/ordering.py `_window`). */
+  private val NondecreasingWindowFunctions =
+    Set("RowNumber", "Rank", "DenseRank", "NTile", "PercentRank", "CumeDist")
 
   def mayChange(plan: LogicalPlan): Boolean = try {
     loneSort(plan) match {
@@ -210,9 +217,16 @@ private[sparkext] object OrderingPrecheck {
           true
         case w: Window =>
           // Its outputs are no constants, no members of a group and no unique keys: only
-          // the order it makes counts.
+          // the order it makes counts, by its keys and by the window functions that never
+          // decrease along them (row_number, rank, ...).
           w.partitionSpec.foreach(read(_, windowKeys))
           w.orderSpec.foreach(read(_, windowKeys))
+          w.windowExpressions.foreach {
+            case a @ Alias(WindowExpression(f, _), _)
+                if NondecreasingWindowFunctions(f.getClass.getSimpleName) =>
+              windowKeys.add(slot(a.exprId.id))
+            case _ =>
+          }
           true
         case _: Union | _: Expand | _: Generate | _: SubqueryAlias => true
         case leaf if leaf.children.isEmpty => leaf.outputOrdering.isEmpty
