@@ -26,6 +26,9 @@ MANY_ROWS = frozenset({AGGREGATE_EXPRESSION, WINDOW_EXPRESSION})
 #: Prechecks.scala, names the same classes.)
 NONDECREASING_WINDOW_FUNCTIONS = frozenset({
     "RowNumber", "Rank", "DenseRank", "NTile", "PercentRank", "CumeDist"})
+#: Of those, the one no two rows of a partition share a value of (the partition keys and
+#: it are a unique key; Prechecks.scala admits it too).
+DISTINCT_IN_PARTITION_WINDOW_FUNCTIONS = frozenset({"RowNumber"})
 
 #: Aggregate functions whose result does not depend on the order of their input.
 ORDER_INSENSITIVE_AGGREGATES = frozenset({

@@ -98,7 +98,8 @@ where they were: under ``a ASC NULLS FIRST``, ``-a`` is ``DESC NULLS FIRST``) un
 column is known not to be NULL.
 
 Unique keys (:mod:`sparkext.uniqueness`, whose docstring has the table per node): after
-``groupBy(k)``, ``dropDuplicates(["k"])``, ``distinct()``, and through joins that match each
+``groupBy(k)``, ``dropDuplicates(["k"])``, ``distinct()``, over a ``row_number()`` column
+and its window's partition keys, and through joins that match each
 row with at most one row of a side unique on the join keys, no two rows tie on ``k``. Only
 keys of exactly comparable types are used here, where a tie in a sort is the equality the
 grouping or the join used.
@@ -469,9 +470,9 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
             return p
         case GlobalLimit() | Opaque() if (sorted_input := _top_k_input(plan)) is not None:
             return properties(sorted_input)
-        case Window(window_expressions=wexprs, partition_spec=partition_spec,
-                    order_spec=order_spec, child=child):
-            return _window(wexprs, partition_spec, order_spec, properties(child))
+        case Window(partition_spec=partition_spec, order_spec=order_spec, child=child):
+            return _window(plan.columns_of(names.NONDECREASING_WINDOW_FUNCTIONS),
+                           partition_spec, order_spec, properties(child))
         case Union(children=(only,)):
             return properties(only)
         case _ if plan.keeps_child_order:
@@ -627,7 +628,7 @@ def _one_partition(plan: LogicalPlan) -> bool:
             return False
 
 
-def _window(window_expressions: tuple[Expression, ...], partition_spec: tuple[Expression, ...],
+def _window(nondecreasing: list[AttributeReference], partition_spec: tuple[Expression, ...],
             order_spec: tuple[SortOrder, ...],
             child: EquivalenceProperties) -> EquivalenceProperties:
     """WindowExec asks for its input clustered by the partition keys and sorted, within
@@ -636,39 +637,22 @@ def _window(window_expressions: tuple[Expression, ...], partition_spec: tuple[Ex
     (The input's own order does not survive the shuffle; when Spark plans none, the
     input already satisfied the same requirement.)
 
-    A window function that never decreases along that order (``row_number``, ``rank``,
-    ...: :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS`) orders the rows
-    too: by the partition keys, then its value, then the order keys (rows that tie on its
-    value within a partition are a run of consecutive rows, still in the order keys'
-    order). Its value is never NULL. DataFusion's window equivalences do the same."""
+    A window function that never decreases along that order (``nondecreasing``: the
+    columns of ``row_number``, ``rank``, ...,
+    :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS`) orders the rows
+    too: by the partition keys, then its value, then the order keys (rows that tie on
+    its value within a partition are a run of consecutive rows, still in the order
+    keys' order). Its value is never NULL. DataFusion's window equivalences do the
+    same."""
     p = child.copy()
     part = tuple(SortKey(e) for e in partition_spec)
     keys = part + _keys(order_spec)
     p.orderings = [Ordering(keys, not partition_spec)] if keys else []
-    for attr in _nondecreasing_outputs(window_expressions, (*partition_spec, *order_spec)):
+    for attr in nondecreasing:
         p.orderings.append(Ordering(part + (SortKey(attr),) + _keys(order_spec),
                                     not partition_spec))
         p.add_not_null(attr)
     return p
-
-
-def _nondecreasing_outputs(window_expressions: tuple[Expression, ...],
-                           spec: tuple[Expression, ...]) -> list[AttributeReference]:
-    """The output columns of ``window_expressions`` that hold a window function of
-    :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS` over exactly this
-    Window's partition and order keys (``spec``; a WindowSpecDefinition's children are
-    those keys, then the frame)."""
-    wanted = [e.semantic_key() for e in spec]
-    out = []
-    for ne in window_expressions:
-        match ne:
-            case Alias(child=OpaqueExpression(cls=names.WINDOW_EXPRESSION,
-                                              children_=(OpaqueExpression() as fn,
-                                                         OpaqueExpression() as wspec))):
-                if (fn.cls in names.NONDECREASING_WINDOW_FUNCTIONS
-                        and [e.semantic_key() for e in wspec.children_[:-1]] == wanted):
-                    out.append(ne.to_attribute())
-    return out
 
 
 def windows_pruned(plan: LogicalPlan) -> int:

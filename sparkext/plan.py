@@ -25,10 +25,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from sparkext import catalyst_names as names
 from sparkext._tree import TreeNode, arg, mirror
 from sparkext.expressions import (
+    Alias,
     AttributeReference,
     Expression,
+    OpaqueExpression,
     SortOrder,
     Value,
     to_attribute,
@@ -284,6 +287,22 @@ class Window(LogicalPlan):
     def output(self) -> tuple[AttributeReference, ...]:
         return self._cached("output", lambda: self.child.output +
                             _named_output(self.window_expressions))
+
+    def columns_of(self, functions: frozenset[str]) -> list[AttributeReference]:
+        """The output columns holding a window function of one of ``functions`` (Catalyst
+        class names, :mod:`sparkext.catalyst_names`) over exactly this Window's partition
+        and order keys (a WindowSpecDefinition's children are those keys, then the frame)."""
+        wanted = [e.semantic_key() for e in (*self.partition_spec, *self.order_spec)]
+        out = []
+        for ne in self.window_expressions:
+            match ne:
+                case Alias(child=OpaqueExpression(cls=names.WINDOW_EXPRESSION,
+                                                  children_=(OpaqueExpression() as fn,
+                                                             OpaqueExpression() as spec))):
+                    if (fn.cls in functions
+                            and [e.semantic_key() for e in spec.children_[:-1]] == wanted):
+                        out.append(ne.to_attribute())
+        return out
 
 
 @mirror(_L + "Union", pattern="UNION")

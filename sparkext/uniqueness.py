@@ -17,6 +17,7 @@ Derivation per node (anything not listed has none):
 | Distinct | all its columns, and the child's |
 | Project | a child's key whose every member is an output column, or an alias of it, or of a strict function of it (``k + 1 AS j``: injective, :meth:`Expression.strict_arguments <sparkext.expressions.Expression.strict_arguments>`) |
 | Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias, Window, Repartition*, RebalancePartitions, Sample without replacement | the child's (each input row comes out at most once) |
+| Window | also, for each ``row_number()`` column: the partition keys (when all are columns) and it (numbered 1, 2, ... within each partition, a NULL partition key being one partition) |
 | Sample with replacement, Generate, Expand, Union | none (they repeat rows, or mix inputs) |
 | Join | semi, anti and existence joins: the left's (left rows, each once). Otherwise, the left's keys when the right side is unique on the right-hand sides of the condition's equalities (each left row meets at most one right row) and the join pads no left side (no right-only rows, whose NULL left columns would tie): inner, cross, left outer, left single. The right's likewise, mirrored: inner, cross, right outer. Full outer: none. |
 
@@ -31,7 +32,8 @@ where a tie in a sort is the same thing.
 
 from __future__ import annotations
 
-from sparkext.expressions import Alias, EqualNullSafe, EqualTo, Expression
+from sparkext import catalyst_names as names
+from sparkext.expressions import Alias, AttributeReference, EqualNullSafe, EqualTo, Expression
 from sparkext.plan import (
     Aggregate,
     Deduplicate,
@@ -73,7 +75,8 @@ def unique_keys(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
 
 
 # A new source of unique keys must be admitted by the JVM's "ordering" pre-check too
-# (Prechecks.scala: it expects them from grouped Aggregates only; see ordering._derive).
+# (Prechecks.scala: it expects them from grouped Aggregates and row_number; see
+# ordering._derive).
 def _derive(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
     match plan:
         case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs):
@@ -90,6 +93,12 @@ def _derive(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
             return unique_keys(child)
         case Join(left=left, right=right, join_type=jt, condition=cond):
             return _join(left, right, jt.facts.keeps_right, jt.facts.null_padded, cond)
+        case Window(partition_spec=part, child=child):
+            numbered: tuple[UniqueKey, ...] = ()
+            if all(isinstance(e, AttributeReference) for e in part):
+                numbered = tuple((*part, rn) for rn in
+                                 plan.columns_of(names.DISTINCT_IN_PARTITION_WINDOW_FUNCTIONS))
+            return (*numbered, *unique_keys(child))
         case _ if isinstance(plan, _EACH_ROW_AT_MOST_ONCE):
             return unique_keys(plan.children[0])
         case _:

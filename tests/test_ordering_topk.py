@@ -25,9 +25,10 @@ import sparkext
 from sparkext import types as T
 from sparkext.context import CallContext, current, scoped
 from sparkext.expressions import (
-    Add, Alias, AttributeReference, Expression, In, OpaqueExpression, asc, desc, lit)
+    Add, Alias, AttributeReference, Expression, In, OpaqueExpression, Upper, asc, desc, lit)
 from sparkext.expressions import SortOrder as SO
 from sparkext.ordering import properties, windows_pruned
+from sparkext.uniqueness import unique_keys
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.plan import (
@@ -167,6 +168,21 @@ def test_a_window_function_that_never_decreases_orders_the_rows_after_the_partit
     assert not p.ordering_satisfy([asc(k), desc(r)], require_global=False)
     alone = WindowNode((window_function(fn, (), (asc(v),)),), (), (asc(v),), REL)
     assert properties(alone).ordering_satisfy([asc(r), asc(v)], require_global=True)
+
+
+def test_row_number_and_the_partition_keys_are_a_unique_key() -> None:
+    rn = window_function("RowNumber", (k,), (desc(v),))
+    rank = window_function("Rank", (k,), (desc(v),), expr_id=9)
+    w = WindowNode((rn, rank), (k,), (desc(v),), REL)
+    assert (k, rn.to_attribute()) in unique_keys(w)
+    assert not any(rank.to_attribute() in key for key in unique_keys(w))
+    # so the keys after them are never consulted
+    assert properties(w).ordering_satisfy([asc(k), asc(rn.to_attribute()), asc(v)],
+                                          require_global=False)
+    s = AttributeReference("s", T.STRING, True, None, 5)
+    other = WindowNode((window_function("RowNumber", (Upper(s),), (asc(v),)),), (Upper(s),),
+                       (asc(v),), Relation("LocalRelation", (k, v, s), 0))
+    assert not any(len(key) == 2 for key in unique_keys(other))  # a partition expression
 
 
 @pytest.mark.parametrize("title,alias", [
@@ -369,6 +385,12 @@ REDUNDANT: dict[str, Case] = {
     "window without partition keys: re-sorted by its rank over ties and NULLs, then the key":
         case(lambda d: d.withColumn("r", F.rank().over(Window.orderBy("k")))
              .orderBy("r", "k"), ["r", "k"]),
+    "window: a sort within partitions by its partition keys, row_number, then anything":
+        case(lambda d: d.withColumn("r", row_number(w_part()))
+             .sortWithinPartitions("k", "r", "s"), ["k", "r", "s"]),
+    "window without partition keys: row_number makes the later sort keys redundant": case(
+        lambda d: d.withColumn("r", row_number(Window.orderBy("k"))).orderBy("r", "s"),
+        ["r", "s"]),
     "window without partition keys: re-sorted by its dense_rank over a descending key": case(
         lambda d: d.withColumn("r", F.dense_rank().over(Window.orderBy(F.desc("k"))))
         .orderBy("r"), ["r"]),
@@ -384,6 +406,9 @@ REDUNDANT: dict[str, Case] = {
 }
 
 NECESSARY: dict[str, Case] = {
+    "window without partition keys: rank ties, so the later sort key is needed": case(
+        lambda d: d.withColumn("r", F.rank().over(Window.orderBy("k"))).orderBy("r", "s"),
+        ["r", "s"]),
     "window partitioned: a global sort by its partition key and its rank": case(
         lambda d: d.withColumn("r", F.rank().over(w_part())).orderBy("k", "r"), ["k", "r"]),
     # The sort is all that needs the window's column: without it Catalyst's column pruning,

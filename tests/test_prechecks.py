@@ -161,6 +161,8 @@ def test_a_sort_no_rule_can_change_makes_no_call(spark, sales):
     "window_below",
     # an order from below: a window function that never decreases along its window's order
     "window_function_below",
+    # keys after a unique key that row_number makes with the partition keys
+    "after_row_number",
     # a sort under another sort
     "two_sorts",
     # a sort the root reaches through a join
@@ -187,6 +189,9 @@ def test_a_sort_a_rule_may_change_makes_the_call(spark, sales, case):
         .orderBy("k", "v", "j", "n"),
         "window_function_below": lambda: s.withColumn("r", F.row_number().over(
             Window.orderBy("v"))).select(F.col("r").alias("r2"), "k").orderBy("r2", "k"),
+        # not ordered first (j), but k and its row_number are a unique key: n may go
+        "after_row_number": lambda: s.withColumn("r", F.row_number().over(
+            Window.partitionBy("k").orderBy("v"))).orderBy("j", "k", "r", "n"),
         "two_sorts": lambda: s.orderBy("v").limit(30).orderBy("k", "v"),
         "under_a_join": lambda: s.join(s.orderBy("j").select(F.col("k").alias("k3")).distinct(),
                                        F.col("k") == F.col("k3")).orderBy("v", "j", "k3"),

@@ -54,9 +54,10 @@ private[sparkext] object Prechecks {
  * analysis learns equalities and constants from these alone, and a constant's group-mates
  * and functions of constants are constant: all inside the constant groups.) Whatever it finds
  * constant then reads only attributes of constant groups (or none), and every unique key it
- * finds has all its members in the groups of one Aggregate's grouping expressions. A key
- * "may go" when every attribute it reads is in a constant group or in the group of an
- * earlier key (ties); a unique key "may be constant" likewise. The first key "may be
+ * finds has all its members in the groups of one Aggregate's grouping expressions, or of
+ * a Window's partition keys and its `row_number` column. A key "may go" when every
+ * attribute it reads is in a constant group or in the group of an earlier key (ties); a
+ * unique key "may be constant" likewise. The first key "may be
  * ordered" when an attribute it reads is in the group of an attribute a Window's partition
  * or order keys read, or of such a window function's output. If no key may go, no unique
  * key may be constant at any key and the first key may not be ordered, the sort rules
@@ -216,15 +217,22 @@ private[sparkext] object OrderingPrecheck {
           uniqueKeys += key.toArray
           true
         case w: Window =>
-          // Its outputs are no constants, no members of a group and no unique keys: only
-          // the order it makes counts, by its keys and by the window functions that never
-          // decrease along them (row_number, rank, ...).
+          // Its outputs are no constants and no members of a group. The order it makes
+          // counts, by its keys and by the window functions that never decrease along them
+          // (row_number, rank, ...), and so do the unique keys row_number makes.
           w.partitionSpec.foreach(read(_, windowKeys))
           w.orderSpec.foreach(read(_, windowKeys))
           w.windowExpressions.foreach {
             case a @ Alias(WindowExpression(f, _), _)
                 if NondecreasingWindowFunctions(f.getClass.getSimpleName) =>
               windowKeys.add(slot(a.exprId.id))
+              if (f.getClass.getSimpleName == "RowNumber") {
+                // numbered 1, 2, ... within a partition: with the partition keys, unique
+                val key = new Ints
+                w.partitionSpec.foreach(read(_, key))
+                key.add(slot(a.exprId.id))
+                uniqueKeys += key.toArray
+              }
             case _ =>
           }
           true
