@@ -26,8 +26,15 @@ MANY_ROWS = frozenset({AGGREGATE_EXPRESSION, WINDOW_EXPRESSION})
 #: Prechecks.scala, names the same classes.)
 NONDECREASING_WINDOW_FUNCTIONS = frozenset({
     "RowNumber", "Rank", "DenseRank", "NTile", "PercentRank", "CumeDist"})
-#: Of those, the one no two rows of a partition share a value of (the partition keys and
-#: it are a unique key; Prechecks.scala admits it too).
+#: Aggregate functions over a frame that grows from the partition's first row, by whether
+#: they only decrease: ``count`` (never NULL) and ``max`` never decrease, ``min`` never
+#: increases (both NULL, first, until a value comes). (Prechecks.scala names them too.)
+RUNNING_MONOTONIC_AGGREGATES = {"Count": False, "Max": False, "Min": True}
+COUNT = "Count"
+SPECIFIED_WINDOW_FRAME = "SpecifiedWindowFrame"
+UNBOUNDED_PRECEDING = "UnboundedPreceding"
+#: Of those window functions, the one no two rows of a partition share a value of (the
+#: partition keys and it are a unique key; Prechecks.scala admits it too).
 DISTINCT_IN_PARTITION_WINDOW_FUNCTIONS = frozenset({"RowNumber"})
 
 #: Aggregate functions whose result does not depend on the order of their input.

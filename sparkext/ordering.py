@@ -34,7 +34,7 @@ Derivation per node:
 | Offset, any other (an ``Opaque``) | none | none |
 | Join | none | inner: both sides' and the join condition's equalities; left outer, semi, anti, existence: the left side's; right outer: the right side's; full outer: none |
 | Aggregate | none, whatever the input's order: Spark picks HashAggregate (which keeps no order) or SortAggregate at planning, out of sparkext's sight | grouping outputs that were constant stay constant |
-| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). Also, for each window function that never decreases along that order (``row_number``, ``rank``, ``dense_rank``, ``ntile``, ``percent_rank``, ``cume_dist``): the partition keys, then that function's column (never NULL), then the order keys. The input's order is lost. Only while the Window stays: see :func:`windows_pruned` | passed on |
+| Window | its partition keys (ascending, NULLS FIRST) then its order keys, within partitions (WindowExec sorts its clustered input so); globally when it has no partition keys (its input is gathered into one partition). Also, for each window function that never decreases along that order (``row_number``, ``rank``, ``dense_rank``, ``ntile``, ``percent_rank``, ``cume_dist``; never NULL), and each ``count``, ``max`` (NULLs first) or ``min`` (descending, NULLs first) over a frame from the partition's first row: the partition keys, then that column, then the order keys. The input's order is lost. Only while the Window stays: see :func:`windows_pruned` | passed on |
 | Repartition*, Generate, Distinct, Deduplicate (with GlobalLimit and Window: ``keeps_child_equivalences`` on the class) | none | passed on |
 | Union of one child | the child's | the child's |
 | Union of several children, Expand, Opaque | none (nothing holds across children; Expand interleaves its projections' rows) | none |
@@ -471,8 +471,7 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
         case GlobalLimit() | Opaque() if (sorted_input := _top_k_input(plan)) is not None:
             return properties(sorted_input)
         case Window(partition_spec=partition_spec, order_spec=order_spec, child=child):
-            return _window(plan.columns_of(names.NONDECREASING_WINDOW_FUNCTIONS),
-                           partition_spec, order_spec, properties(child))
+            return _window(plan, partition_spec, order_spec, properties(child))
         case Union(children=(only,)):
             return properties(only)
         case _ if plan.keeps_child_order:
@@ -628,7 +627,7 @@ def _one_partition(plan: LogicalPlan) -> bool:
             return False
 
 
-def _window(nondecreasing: list[AttributeReference], partition_spec: tuple[Expression, ...],
+def _window(window: Window, partition_spec: tuple[Expression, ...],
             order_spec: tuple[SortOrder, ...],
             child: EquivalenceProperties) -> EquivalenceProperties:
     """WindowExec asks for its input clustered by the partition keys and sorted, within
@@ -637,21 +636,30 @@ def _window(nondecreasing: list[AttributeReference], partition_spec: tuple[Expre
     (The input's own order does not survive the shuffle; when Spark plans none, the
     input already satisfied the same requirement.)
 
-    A window function that never decreases along that order (``nondecreasing``: the
-    columns of ``row_number``, ``rank``, ...,
-    :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS`) orders the rows
-    too: by the partition keys, then its value, then the order keys (rows that tie on
-    its value within a partition are a run of consecutive rows, still in the order
-    keys' order). Its value is never NULL. DataFusion's window equivalences do the
-    same."""
+    A column that never decreases along that order within a partition orders the rows
+    too: by the partition keys, then it, then the order keys (rows that tie on it within
+    a partition are a run of consecutive rows, still in the order keys' order). Those
+    are window functions (``row_number``, ``rank``, ...,
+    :data:`~sparkext.catalyst_names.NONDECREASING_WINDOW_FUNCTIONS`: never NULL) and
+    ``count`` and ``max`` over a frame that grows from the partition's first row
+    (``count`` never NULL; ``max`` NULL, first, until a value comes); ``min`` over one
+    never increases (descending, NULLs first)
+    (:data:`~sparkext.catalyst_names.RUNNING_MONOTONIC_AGGREGATES`). DataFusion's window
+    equivalences do the same."""
     p = child.copy()
     part = tuple(SortKey(e) for e in partition_spec)
     keys = part + _keys(order_spec)
     p.orderings = [Ordering(keys, not partition_spec)] if keys else []
-    for attr in nondecreasing:
-        p.orderings.append(Ordering(part + (SortKey(attr),) + _keys(order_spec),
-                                    not partition_spec))
-        p.add_not_null(attr)
+    monotonic = [(c, False, True) for c, _ in
+                 window.columns_of(names.NONDECREASING_WINDOW_FUNCTIONS)]
+    monotonic += [(c, names.RUNNING_MONOTONIC_AGGREGATES[f], f == names.COUNT)
+                  for c, f in window.columns_of(names.RUNNING_MONOTONIC_AGGREGATES,
+                                                running=True)]
+    for column, descending, never_null in monotonic:
+        p.orderings.append(Ordering(part + (SortKey(column, descending, True),)
+                                    + _keys(order_spec), not partition_spec))
+        if never_null:
+            p.add_not_null(column)
     return p
 
 

@@ -288,10 +288,14 @@ class Window(LogicalPlan):
         return self._cached("output", lambda: self.child.output +
                             _named_output(self.window_expressions))
 
-    def columns_of(self, functions: frozenset[str]) -> list[AttributeReference]:
-        """The output columns holding a window function of one of ``functions`` (Catalyst
-        class names, :mod:`sparkext.catalyst_names`) over exactly this Window's partition
-        and order keys (a WindowSpecDefinition's children are those keys, then the frame)."""
+    def columns_of(self, functions: Iterable[str], *, running: bool = False
+                   ) -> list[tuple[AttributeReference, str]]:
+        """(column, function) for the output columns holding a window function of one of
+        ``functions`` (Catalyst class names, :mod:`sparkext.catalyst_names`) over exactly
+        this Window's partition and order keys (a WindowSpecDefinition's children are
+        those keys, then the frame). ``running``: aggregate functions instead, over a frame
+        that starts at the partition's first row (``UNBOUNDED PRECEDING``, rows or range):
+        whatever its end, the frame of each row holds the frame of the row before it."""
         wanted = [e.semantic_key() for e in (*self.partition_spec, *self.order_spec)]
         out = []
         for ne in self.window_expressions:
@@ -299,9 +303,19 @@ class Window(LogicalPlan):
                 case Alias(child=OpaqueExpression(cls=names.WINDOW_EXPRESSION,
                                                   children_=(OpaqueExpression() as fn,
                                                              OpaqueExpression() as spec))):
-                    if (fn.cls in functions
-                            and [e.semantic_key() for e in spec.children_[:-1]] == wanted):
-                        out.append(ne.to_attribute())
+                    if [e.semantic_key() for e in spec.children_[:-1]] != wanted:
+                        continue
+                    if running:
+                        match fn, spec.children_[-1]:
+                            case (OpaqueExpression(cls=names.AGGREGATE_EXPRESSION,
+                                                   children_=(OpaqueExpression() as agg, *_)),
+                                  OpaqueExpression(cls=names.SPECIFIED_WINDOW_FRAME,
+                                                   children_=(OpaqueExpression(
+                                                       cls=names.UNBOUNDED_PRECEDING), _))):
+                                if agg.cls in functions:
+                                    out.append((ne.to_attribute(), agg.cls))
+                    elif fn.cls in functions:
+                        out.append((ne.to_attribute(), fn.cls))
         return out
 
 

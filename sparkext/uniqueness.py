@@ -96,7 +96,7 @@ def _derive(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
         case Window(partition_spec=part, child=child):
             numbered: tuple[UniqueKey, ...] = ()
             if all(isinstance(e, AttributeReference) for e in part):
-                numbered = tuple((*part, rn) for rn in
+                numbered = tuple((*part, rn) for rn, _ in
                                  plan.columns_of(names.DISTINCT_IN_PARTITION_WINDOW_FUNCTIONS))
             return (*numbered, *unique_keys(child))
         case _ if isinstance(plan, _EACH_ROW_AT_MOST_ONCE):

@@ -144,12 +144,18 @@ def test_a_window_without_partition_keys_orders_globally_and_drops_its_inputs_or
     assert not globally_by_v(WindowNode((), (), (asc(k),), by_v()))
 
 
-def window_function(fn: str, partition: tuple, order: tuple, expr_id: int = 8) -> Alias:
-    """``fn() OVER (PARTITION BY partition ORDER BY order) AS r`` as the JVM sends it."""
-    frame = OpaqueExpression("SpecifiedWindowFrame", (), 93)
+def window_function(fn: str, partition: tuple, order: tuple, expr_id: int = 8,
+                    aggregate: bool = False, frame_start: str = "UnboundedPreceding") -> Alias:
+    """``fn() OVER (PARTITION BY partition ORDER BY order ROWS BETWEEN frame_start AND
+    CURRENT ROW) AS r`` as the JVM sends it; ``aggregate``: ``fn`` is an aggregate
+    function (of ``v``)."""
+    frame = OpaqueExpression("SpecifiedWindowFrame", (
+        OpaqueExpression(frame_start, (), 97), OpaqueExpression("CurrentRow", (), 98)), 93)
     spec = OpaqueExpression("WindowSpecDefinition", (*partition, *order, frame), 94)
-    call = OpaqueExpression(fn, (), 95, _type=T.INT)
-    return Alias(OpaqueExpression("WindowExpression", (call, spec), 96, _type=T.INT), "r",
+    call = OpaqueExpression(fn, (v,) if aggregate else (), 95, _type=T.LONG)
+    if aggregate:
+        call = OpaqueExpression("AggregateExpression", (call,), 99, _type=T.LONG)
+    return Alias(OpaqueExpression("WindowExpression", (call, spec), 96, _type=T.LONG), "r",
                  expr_id)
 
 
@@ -185,8 +191,27 @@ def test_row_number_and_the_partition_keys_are_a_unique_key() -> None:
     assert not any(len(key) == 2 for key in unique_keys(other))  # a partition expression
 
 
+@pytest.mark.parametrize("fn,descending,never_null", [
+    ("Count", False, True), ("Max", False, False), ("Min", True, False)])
+def test_count_max_and_min_over_a_frame_from_the_partitions_start_are_monotonic(
+        fn: str, descending: bool, never_null: bool) -> None:
+    alias = window_function(fn, (k,), (desc(v),), aggregate=True)
+    r = alias.to_attribute()
+    p = properties(WindowNode((alias,), (k,), (desc(v),), REL))
+    way, other = (desc, asc) if descending else (asc, desc)
+    first = SO(r, "DESC" if descending else "ASC", "FIRST")  # NULL until a value comes
+    last = SO(r, "DESC" if descending else "ASC", "LAST")
+    assert p.ordering_satisfy([asc(k), first, desc(v)], require_global=False)
+    assert p.ordering_satisfy([asc(k), last], require_global=False) == never_null
+    assert not p.ordering_satisfy([asc(k), other(r)], require_global=False)
+    assert not p.ordering_satisfy([asc(k), way(r)], require_global=True)
+
+
 @pytest.mark.parametrize("title,alias", [
-    ("a running sum", window_function("AggregateExpression", (k,), (desc(v),))),
+    ("a running sum", window_function("Sum", (k,), (desc(v),), aggregate=True)),
+    ("a running max over a sliding frame",
+     window_function("Max", (k,), (desc(v),), aggregate=True, frame_start="Literal")),
+    ("an aggregate that is not", window_function("AggregateExpression", (k,), (desc(v),))),
     ("a function that may decrease", window_function("Lag", (k,), (desc(v),))),
     ("another window's spec", window_function("RowNumber", (k,), (asc(v),))),
 ])
@@ -391,6 +416,19 @@ REDUNDANT: dict[str, Case] = {
     "window without partition keys: row_number makes the later sort keys redundant": case(
         lambda d: d.withColumn("r", row_number(Window.orderBy("k"))).orderBy("r", "s"),
         ["r", "s"]),
+    "window without partition keys: re-sorted by a running count over ties, then the key":
+        case(lambda d: d.withColumn("c", F.count("*").over(Window.orderBy("k")))
+             .orderBy("c", "k"), ["c", "k"]),
+    "window: a sort within partitions by its partition keys and a running count": case(
+        lambda d: d.withColumn("c", F.count("s").over(w_part())).sortWithinPartitions("k", "c"),
+        ["k", "c"]),
+    "window without partition keys: re-sorted by a running max (NULL first)": case(
+        lambda d: d.withColumn("m", F.max("k").over(Window.orderBy("v"))).orderBy("m"),
+        ["m"]),
+    "window without partition keys: re-sorted descending by a running min, NULLs first": case(
+        lambda d: d.withColumn("m", F.min("k").over(Window.orderBy("v").rowsBetween(
+            Window.unboundedPreceding, Window.currentRow))).orderBy(F.desc_nulls_first("m")),
+        ["m"]),
     "window without partition keys: re-sorted by its dense_rank over a descending key": case(
         lambda d: d.withColumn("r", F.dense_rank().over(Window.orderBy(F.desc("k"))))
         .orderBy("r"), ["r"]),
@@ -409,6 +447,17 @@ NECESSARY: dict[str, Case] = {
     "window without partition keys: rank ties, so the later sort key is needed": case(
         lambda d: d.withColumn("r", F.rank().over(Window.orderBy("k"))).orderBy("r", "s"),
         ["r", "s"]),
+    "window without partition keys: re-sorted by a running sum (values of both signs)": case(
+        lambda d: d.withColumn("t", F.sum(F.col("k") - 6).over(Window.orderBy("v")))
+        .orderBy("t"), ["t"]),
+    "window without partition keys: re-sorted by a max over a sliding frame": case(
+        lambda d: d.withColumn("m", F.max("k").over(Window.orderBy("v").rowsBetween(-2, 0)))
+        .orderBy("m"), ["m"]),
+    "window without partition keys: a running max re-sorted NULLS LAST": case(
+        lambda d: d.withColumn("m", F.max("k").over(Window.orderBy("v")))
+        .orderBy(F.asc_nulls_last("m")), ["m"]),
+    "window without partition keys: a running min re-sorted ascending": case(
+        lambda d: d.withColumn("m", F.min("k").over(Window.orderBy("v"))).orderBy("m"), ["m"]),
     "window partitioned: a global sort by its partition key and its rank": case(
         lambda d: d.withColumn("r", F.rank().over(w_part())).orderBy("k", "r"), ["k", "r"]),
     # The sort is all that needs the window's column: without it Catalyst's column pruning,

@@ -37,13 +37,13 @@ private[sparkext] object Prechecks {
  * node is a `Project`, `Filter`, `Join`, an `Aggregate` with grouping, a `Window`, a
  * `Union`, `Expand`, `Generate`, `SubqueryAlias`, or a leaf Catalyst gives no
  * `outputOrdering`. Then the only orderings the analysis finds below the Sort are the
- * Windows' (their partition keys, then their order keys, or then a window function that
- * never decreases along those, such as row_number), and both rules can act only
- * through constants, unique keys and those: `eliminate_sorts` removes the Sort when every
- * key is constant, or a unique key of the input is, or its first non-constant key leads
- * an ordering from below (through a group of equal expressions, or as a monotonic function
- * of it); `simplify_sort_keys` drops a key that is constant once the keys before it tie,
- * or that follows keys covering a unique key.
+ * Windows' (their partition keys, then their order keys, or then a column that never
+ * decreases or never increases along those, such as row_number or a running count), and
+ * both rules can act only through constants, unique keys and those: `eliminate_sorts`
+ * removes the Sort when every key is constant, or a unique key of the input is, or its
+ * first non-constant key leads an ordering from below (through a group of equal
+ * expressions, or as a monotonic function of it); `simplify_sort_keys` drops a key that is
+ * constant once the keys before it tie, or that follows keys covering a unique key.
  *
  * Over-approximated with groups of attributes (union-find over expression ids, the whole
  * subtree at once, whatever node the fact holds at): every alias joins its attribute to the
@@ -69,6 +69,9 @@ private[sparkext] object OrderingPrecheck {
    *  value never decreases along their window's order (sparkext/ordering.py `_window`). */
   private val NondecreasingWindowFunctions =
     Set("RowNumber", "Rank", "DenseRank", "NTile", "PercentRank", "CumeDist")
+
+  /** sparkext/catalyst_names.py's RUNNING_MONOTONIC_AGGREGATES. */
+  private val RunningMonotonicAggregates = Set("Count", "Max", "Min")
 
   def mayChange(plan: LogicalPlan): Boolean = try {
     loneSort(plan) match {
@@ -219,7 +222,8 @@ private[sparkext] object OrderingPrecheck {
         case w: Window =>
           // Its outputs are no constants and no members of a group. The order it makes
           // counts, by its keys and by the window functions that never decrease along them
-          // (row_number, rank, ...), and so do the unique keys row_number makes.
+          // (row_number, rank, ...; count, max, min over a growing frame), and so do the
+          // unique keys row_number makes.
           w.partitionSpec.foreach(read(_, windowKeys))
           w.orderSpec.foreach(read(_, windowKeys))
           w.windowExpressions.foreach {
@@ -233,6 +237,11 @@ private[sparkext] object OrderingPrecheck {
                 key.add(slot(a.exprId.id))
                 uniqueKeys += key.toArray
               }
+            // count, max and min over a frame from the partition's first row (the frame is
+            // not read: admitting more only makes more calls)
+            case a @ Alias(WindowExpression(ae: AggregateExpression, _), _)
+                if RunningMonotonicAggregates(ae.aggregateFunction.getClass.getSimpleName) =>
+              windowKeys.add(slot(a.exprId.id))
             case _ =>
           }
           true
