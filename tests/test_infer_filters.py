@@ -33,7 +33,7 @@ N = Table("n", "k v", 31, nullable=False)
 D = Table("d", "p:double q:double s:struct", 41)
 
 CASES = {
-    "a null-intolerant predicate implies its columns are not null, appended last":
+    "a null-intolerant predicate implies its columns are not null, put first":
         Filter(GreaterThan(Add(L.a, L.b), lit(1)), L.rel),
     "constants travel across column equalities":
         Filter(And(EqualTo(L.a, L.b), EqualTo(L.a, lit(5))), L.rel),
@@ -57,6 +57,8 @@ CASES = {
         Filter(Or(GreaterThan(L.a, lit(1)), GreaterThan(L.b, lit(1))), L.rel),
     "what a non-deterministic predicate implies goes after it (so it never moves)":
         Filter(GreaterThan(Add(L.a, Rand(lit(1))), lit(1)), L.rel),
+    "with a non-deterministic conjunct, a column's IsNotNull goes last (rand sees its rows)":
+        Filter(And(GreaterThan(L.a, lit(1)), GreaterThan(Rand(lit(1)), lit(0.5))), L.rel),
     "non-nullable columns need no IsNotNull":
         Filter(GreaterThan(N.k, lit(1)), N.rel),
     "what the input already guarantees is not added again":

@@ -113,6 +113,10 @@ CASES = {
     "full outer join: nothing moves, neither from WHERE nor from ON":
         Filter(IsNull(L.a),
                Join(L.rel, R.rel, "FullOuter", And(EqualTo(L.a, R.x), GreaterThan(R.y, lit(2))))),
+    "inner join: on a side, the ON conjunct (a guard) comes before the WHERE one":
+        Filter(GreaterThan(R.y, lit(2)),
+               Join(L.rel, R.rel, "Inner",
+                    And(EqualTo(L.a, R.x), GreaterThan(R.x, lit(0))))),
     "left semi join: WHERE goes left, ON conjuncts go to their side":
         Filter(GreaterThan(L.a, lit(1)),
                Join(L.rel, R.rel, "LeftSemi",

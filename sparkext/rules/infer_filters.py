@@ -4,8 +4,8 @@ Catalyst's ``InferFiltersFromConstraints`` has to be switched off together with 
 pushdown (it copies one-sided join conjuncts into the inputs), so sparkext carries its
 own. The constraints come from :mod:`sparkext.constraints`:
 
-    Filter (a = b AND a = 5)                  Filter (a = b AND a = 5 AND isnotnull(a)
-    +- Relation [a, b]                 ==>            AND isnotnull(b) AND b = 5)
+    Filter (a = b AND a = 5)                  Filter (isnotnull(a) AND isnotnull(b)
+    +- Relation [a, b]                 ==>            AND a = b AND a = 5 AND b = 5)
                                                +- Relation [a, b]
 
     Join Inner (l.k = r.k)                    Join Inner (l.k = r.k)
@@ -20,8 +20,10 @@ keys; and constants and other predicates carried across column equalities
 (``a = b AND a = 5`` gives ``b = 5``).
 
 Where: a Filter gets the predicates its own constraints imply beyond its child's and its
-own conjuncts, **appended** after its conjuncts (they hold wherever those are true, so
-they can never raise on a row the filter keeps). A join's input gets the predicates the
+own conjuncts: a column's ``IsNotNull`` **before** its conjuncts (as Catalyst puts it: it
+cannot raise, and it stops what follows a guard that is NULL rather than false; unless a
+conjunct is non-deterministic), the rest **appended** after them (they hold wherever those are true, so they can never raise on a
+row the filter keeps). A join's input gets the predicates the
 join implies over that input's columns, on the sides whose rows may be dropped: both for
 inner and left semi joins, the right for left outer and anti joins, the left for right
 outer joins, none for full outer joins. A predicate is added only where it is new (not
@@ -52,7 +54,7 @@ from sparkext.constraints import (
     is_false,
     with_inferences,
 )
-from sparkext.expressions import FALSE
+from sparkext.expressions import FALSE, AttributeReference, Expression, IsNotNull
 from sparkext.plan import Filter, Join, LogicalPlan
 from sparkext.predicates import (
     conjoin,
@@ -80,7 +82,19 @@ def _infer(node: LogicalPlan) -> LogicalPlan:
             new = [c for c in constraints(node) if c not in known]
             if not new:
                 return node
-            return node.copy(condition=conjoin(conjuncts + new))
+            # A column's NULL test goes first, as Catalyst puts it: it cannot raise, and it
+            # is what stops the conjuncts after a guard that is NULL rather than false
+            # (``k BETWEEN -2 AND 2 AND i + 10 > 0``: for a NULL k the guard is NULL, AND
+            # goes on to ``i + 10``, which may overflow where the query, filtering by k
+            # first, never computed it). Not before a non-deterministic conjunct: that one
+            # must see the rows it saw (``rand() > 0.5`` draws once per row reaching it).
+            # The rest goes after.
+            if all(c.deterministic for c in conjuncts):
+                first = [c for c in new if _null_test_of_a_column(c)]
+            else:
+                first = []
+            rest = [c for c in new if not any(c is f for f in first)]
+            return node.copy(condition=conjoin(first + conjuncts + rest))
         case Join(left=left, right=right, join_type=jt, condition=cond):
             # Which inputs may lose rows that cannot match (joins.JoinFacts.infer_into).
             to_left, to_right = jt.facts.infer_into
@@ -94,6 +108,10 @@ def _infer(node: LogicalPlan) -> LogicalPlan:
             return node.copy(left=new_left, right=new_right)
         case _:
             return node
+
+
+def _null_test_of_a_column(c: Expression) -> bool:
+    return isinstance(c, IsNotNull) and isinstance(c.child, AttributeReference)
 
 
 def _join_implied(left, right, cond) -> Constraints:

@@ -72,7 +72,10 @@ evaluated may be true, and does not reject. So ``if(isnull(alwaysTrue), 0, count
 the filter a correlated scalar subquery leaves, rejects the NULL-padded rows (``0 > 0``). Left and right
 outer joins become inner joins; a full outer join becomes left, right or inner.
 A WHERE conjunct that joins the two sides becomes part of an inner join's condition,
-after the conjuncts already there. From a join condition conjunct over both sides, the
+after the conjuncts already there; and a join's condition is pushed before the filter
+above it, so that on a side the ON conjuncts come before the WHERE ones (the order the
+query evaluates them in: a guard in the condition, which Catalyst's ``ReorderJoin`` may
+have moved there from the WHERE clause, keeps guarding). From a join condition conjunct over both sides, the
 part each side can check alone is extracted — ``(l.a = 1 AND r.b = 2) OR (l.a = 3)`` implies
 ``l.a = 1 OR l.a = 3`` on the left — and added to the sides the table lets ON conjuncts
 filter, when that side does not already guarantee it (Catalyst's
@@ -233,8 +236,12 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
         case Union():
             return _push_into_union(f, movable, pinned, child)
 
-        case Join():
-            return _push_into_join(f, movable, pinned, child)
+        case Join(condition=on):
+            # The join's own condition is checked before the filter above it: its
+            # conjuncts go down first, so that on a side they come before the filter's
+            # (``ON r.g <> 0 ... WHERE 100 DIV r.g > 0``: the guard stays first).
+            pushed = child if on is None else _push_join_condition(child)
+            return _push_into_join(f, movable, pinned, pushed)
 
         case _:
             return f
@@ -306,7 +313,7 @@ def _push_into_join(f: Filter, movable: list, pinned: list, join: Join) -> Logic
     return _above(stay + pinned, new_join)
 
 
-def _push_join_condition(join: Join) -> LogicalPlan:
+def _push_join_condition(join: Join) -> Join:
     conjuncts = split_conjuncts(join.condition)
     movable, _ = deterministic_prefix(conjuncts)
     lc, rc, common = _classify(movable, join.left, join.right)
