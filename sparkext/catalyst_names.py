@@ -7,6 +7,8 @@ with a string of their own.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 #: Every aggregate function call (pandas grouped-aggregate UDFs included) sits inside one.
 AGGREGATE_EXPRESSION = "AggregateExpression"
 WINDOW_EXPRESSION = "WindowExpression"
@@ -29,7 +31,7 @@ NONDECREASING_WINDOW_FUNCTIONS = frozenset({
 #: Aggregate functions over a frame that grows from the partition's first row, by whether
 #: they only decrease: ``count`` (never NULL) and ``max`` never decrease, ``min`` never
 #: increases (both NULL, first, until a value comes). (Prechecks.scala names them too.)
-RUNNING_MONOTONIC_AGGREGATES = {"Count": False, "Max": False, "Min": True}
+RUNNING_MONOTONIC_AGGREGATES = MappingProxyType({"Count": False, "Max": False, "Min": True})
 COUNT = "Count"
 SPECIFIED_WINDOW_FRAME = "SpecifiedWindowFrame"
 UNBOUNDED_PRECEDING = "UnboundedPreceding"

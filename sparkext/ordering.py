@@ -470,8 +470,8 @@ def _derive(plan: LogicalPlan) -> EquivalenceProperties:
             return p
         case GlobalLimit() | Opaque() if (sorted_input := _top_k_input(plan)) is not None:
             return properties(sorted_input)
-        case Window(partition_spec=partition_spec, order_spec=order_spec, child=child):
-            return _window(plan, partition_spec, order_spec, properties(child))
+        case Window(child=child):
+            return _window(plan, properties(child))
         case Union(children=(only,)):
             return properties(only)
         case _ if plan.keeps_child_order:
@@ -627,9 +627,7 @@ def _one_partition(plan: LogicalPlan) -> bool:
             return False
 
 
-def _window(window: Window, partition_spec: tuple[Expression, ...],
-            order_spec: tuple[SortOrder, ...],
-            child: EquivalenceProperties) -> EquivalenceProperties:
+def _window(window: Window, child: EquivalenceProperties) -> EquivalenceProperties:
     """WindowExec asks for its input clustered by the partition keys and sorted, within
     each partition, by them (ascending) then the order keys, and passes that order on.
     Without partition keys its input is gathered into one partition: the order is global.
@@ -646,6 +644,7 @@ def _window(window: Window, partition_spec: tuple[Expression, ...],
     never increases (descending, NULLs first)
     (:data:`~sparkext.catalyst_names.RUNNING_MONOTONIC_AGGREGATES`). DataFusion's window
     equivalences do the same."""
+    partition_spec, order_spec = window.partition_spec, window.order_spec
     p = child.copy()
     part = tuple(SortKey(e) for e in partition_spec)
     keys = part + _keys(order_spec)

@@ -28,6 +28,7 @@ from sparkext.expressions import (
     Expression,
     If,
     In,
+    InSet,
     IsNaN,
     IsNotNull,
     IsNull,
@@ -101,6 +102,34 @@ def deterministic_prefix(conjuncts: list[Expression]) -> tuple[list, list]:
         if not c.deterministic:
             return conjuncts[:i], conjuncts[i:]
     return conjuncts, []
+
+
+#: Expressions that never raise, whatever their (never raising) inputs: comparisons,
+#: NULL and NaN tests, IN lists and boolean logic over columns and literals.
+_NEVER_RAISE = (AttributeReference, Literal, And, Or, Not, IsNull, IsNotNull, IsNaN,
+                BinaryComparison, In, InSet)
+
+
+def cannot_raise(e: Expression) -> bool:
+    """Whether evaluating ``e`` can never raise (under ANSI too): it is built of
+    :data:`_NEVER_RAISE` only. Conservative: a cast, arithmetic or any function may."""
+    return e._cached("#cannot_raise",
+                     lambda: all(isinstance(x, _NEVER_RAISE) for x in e.walk()))
+
+
+def guards_first(conjuncts: list[Expression]) -> list[Expression]:
+    """Deterministic ``conjuncts`` with those that cannot raise first, each group in its
+    own order. ``AND`` evaluates its right side unless its left one is false, so a guard
+    that is NULL rather than false does not stop what follows it, and conjuncts combined
+    from two places (a filter pushed onto another, a join condition's onto a WHERE
+    clause's) must not lose the guard they had. Moving a conjunct that cannot raise ahead
+    changes no row and only spares the others rows to evaluate: no order of these
+    conjuncts raises where the given order did not. The ones that may raise keep their
+    order among themselves (a guard that may raise still guards)."""
+    safe = [c for c in conjuncts if cannot_raise(c)]
+    if len(safe) in (0, len(conjuncts)):
+        return conjuncts
+    return safe + [c for c in conjuncts if not cannot_raise(c)]
 
 
 def alias_map(named: Iterable[Expression]) -> dict:

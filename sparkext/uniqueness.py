@@ -16,8 +16,8 @@ Derivation per node (anything not listed has none):
 | Deduplicate (``dropDuplicates(keys)``) | its keys, and the child's |
 | Distinct | all its columns, and the child's |
 | Project | a child's key whose every member is an output column, or an alias of it, or of a strict function of it (``k + 1 AS j``: injective, :meth:`Expression.strict_arguments <sparkext.expressions.Expression.strict_arguments>`) |
-| Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias, Window, Repartition*, RebalancePartitions, Sample without replacement | the child's (each input row comes out at most once) |
-| Window | also, for each ``row_number()`` column: the partition keys (when all are columns) and it (numbered 1, 2, ... within each partition, a NULL partition key being one partition) |
+| Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias, Repartition*, RebalancePartitions, Sample without replacement | the child's (each input row comes out at most once) |
+| Window | the child's; and for each ``row_number()`` column: the partition keys (when all are columns) and it (numbered 1, 2, ... within each partition, a NULL partition key being one partition) |
 | Sample with replacement, Generate, Expand, Union | none (they repeat rows, or mix inputs) |
 | Join | semi, anti and existence joins: the left's (left rows, each once). Otherwise, the left's keys when the right side is unique on the right-hand sides of the condition's equalities (each left row meets at most one right row) and the join pads no left side (no right-only rows, whose NULL left columns would tie): inner, cross, left outer, left single. The right's likewise, mirrored: inner, cross, right outer. Full outer: none. |
 
@@ -62,7 +62,7 @@ UniqueKey = tuple[Expression, ...]
 #: Nodes whose every output row is one input row, each input row at most once. Kept here
 #: rather than as a class fact because uniqueness is the only analysis that asks (not
 #: ``keeps_child_rows``: that one allows rows to repeat).
-_EACH_ROW_AT_MOST_ONCE = (Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias, Window,
+_EACH_ROW_AT_MOST_ONCE = (Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias,
                           Repartition, RepartitionByExpression, RebalancePartitions)
 
 #: Keys kept per node: a bound on the work, far above what real plans produce.

@@ -116,3 +116,21 @@ def test_a_guard_in_a_join_condition_stays_before_the_where_conjuncts_it_guards(
         df.unpersist()
     assert out["plain"] == [(2, 5), (3, 2)], out
     assert out["on_top"] == out["plain"] and out["instead"] == out["plain"], out
+
+
+def test_a_guard_in_the_where_clause_stays_before_the_join_condition_it_guards(spark):
+    # The other way round: `g <> 0` in the WHERE clause, `100 DIV g` in the ON condition.
+    # The g = 0 row has no partner, so the query never divides by it; pushed to the right
+    # side, the guard must still come first.
+    left = cached(spark, [(1,)], "k int")
+    r = cached(spark, [(1, 5), (2, 0)], "rk int, g int")
+
+    def build():
+        return left.join(r, F.expr("k = rk AND 100 DIV g > 0")).where("g <> 0") \
+            .select("k", "g")
+
+    out = outcomes_by_mode(spark, build, {})
+    assert out["plain"] == [(1, 5)], out
+    assert out["on_top"] == out["plain"] and out["instead"] == out["plain"], out
+    for df in (left, r):
+        df.unpersist()

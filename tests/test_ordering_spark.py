@@ -710,7 +710,7 @@ TOPK_REDUNDANT = {
     "window without partition keys: a filter on its row_number, re-sorted by it": (
         lambda s: s["events"].withColumn("r", F.row_number().over(Window.orderBy("eid")))
         .where("r > 3").orderBy("r"), ["r"]),
-    "window without partition keys: r <= 5 (a window group limit below it), re-sorted by r": (
+    "window without partition keys: r <= 5 (planned with a window group limit), re-sorted": (
         lambda s: s["events"].withColumn("r", F.rank().over(Window.orderBy("ts")))
         .where("r <= 5").orderBy("r", "ts"), ["r", "ts"]),
 }

@@ -211,7 +211,6 @@ def test_count_max_and_min_over_a_frame_from_the_partitions_start_are_monotonic(
     ("a running sum", window_function("Sum", (k,), (desc(v),), aggregate=True)),
     ("a running max over a sliding frame",
      window_function("Max", (k,), (desc(v),), aggregate=True, frame_start="Literal")),
-    ("an aggregate that is not", window_function("AggregateExpression", (k,), (desc(v),))),
     ("a function that may decrease", window_function("Lag", (k,), (desc(v),))),
     ("another window's spec", window_function("RowNumber", (k,), (asc(v),))),
 ])

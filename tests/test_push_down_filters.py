@@ -113,10 +113,17 @@ CASES = {
     "full outer join: nothing moves, neither from WHERE nor from ON":
         Filter(IsNull(L.a),
                Join(L.rel, R.rel, "FullOuter", And(EqualTo(L.a, R.x), GreaterThan(R.y, lit(2))))),
-    "inner join: on a side, the ON conjunct (a guard) comes before the WHERE one":
+    "inner join: on a side, WHERE conjuncts (pushed first) before ON ones, none can raise":
         Filter(GreaterThan(R.y, lit(2)),
                Join(L.rel, R.rel, "Inner",
                     And(EqualTo(L.a, R.x), GreaterThan(R.x, lit(0))))),
+    "inner join: on a side, a WHERE conjunct that cannot raise comes before an ON one that may":
+        Filter(GreaterThan(R.y, lit(2)),
+               Join(L.rel, R.rel, "Inner",
+                    And(EqualTo(L.a, R.x), GreaterThan(Add(R.x, lit(1)), lit(0))))),
+    "two filters combined: what cannot raise first, then lower before upper":
+        Filter(And(GreaterThan(Add(L.a, lit(1)), lit(0)), GreaterThan(L.b, lit(1))),
+               Filter(And(GreaterThan(Add(L.b, lit(2)), lit(0)), IsNotNull(L.a)), L.rel)),
     "left semi join: WHERE goes left, ON conjuncts go to their side":
         Filter(GreaterThan(L.a, lit(1)),
                Join(L.rel, R.rel, "LeftSemi",

@@ -9,14 +9,18 @@ it can legally go.
 
 **Legal** means: the rows that reach the node's parent are exactly the same with the
 conjunct evaluated below the node as above it. A conjunct moves on its own; filters that
-meet are combined with the lower filter's conjuncts first (Spark 4 runs in ANSI mode,
-where a conjunct can raise: the lower filter's conjuncts guard the upper ones). The
+meet are combined with the conjuncts that cannot raise first (comparisons, NULL tests,
+IN lists of columns and literals: :func:`sparkext.predicates.guards_first`), then the
+lower filter's conjuncts before the upper one's (Spark 4 runs in ANSI mode, where a
+conjunct can raise, and ``AND`` goes on past a guard that is NULL: a guard must stay
+ahead of what it guards, whether it came from below, from above, or from a join's
+condition, ``ON r.g <> 0 ... WHERE 100 DIV r.g > 0`` and the other way round). The
 conjuncts of one filter are never reordered. A non-deterministic conjunct never moves, and
 the conjuncts after it stay after it.
 
 | below this node | a conjunct moves when |
 | --- | --- |
-| Filter | always (the two are combined, lower first, duplicates dropped), unless the lower filter is non-deterministic |
+| Filter | always (the two are combined, guards first, then lower first, duplicates dropped), unless the lower filter is non-deterministic |
 | Project | every projected expression is deterministic; aliases are replaced by what they name |
 | Aggregate | it reads only grouping outputs (aliases of grouping expressions replaced); never for a global aggregate, nor when an aggregate or grouping expression is non-deterministic; it cannot tell normalised floating-point keys apart (below) |
 | Window | it reads only attributes the window is partitioned by, and every window expression is deterministic; it cannot tell normalised floating-point keys apart |
@@ -72,10 +76,7 @@ evaluated may be true, and does not reject. So ``if(isnull(alwaysTrue), 0, count
 the filter a correlated scalar subquery leaves, rejects the NULL-padded rows (``0 > 0``). Left and right
 outer joins become inner joins; a full outer join becomes left, right or inner.
 A WHERE conjunct that joins the two sides becomes part of an inner join's condition,
-after the conjuncts already there; and a join's condition is pushed before the filter
-above it, so that on a side the ON conjuncts come before the WHERE ones (the order the
-query evaluates them in: a guard in the condition, which Catalyst's ``ReorderJoin`` may
-have moved there from the WHERE clause, keeps guarding). From a join condition conjunct over both sides, the
+after the conjuncts already there. From a join condition conjunct over both sides, the
 part each side can check alone is extracted — ``(l.a = 1 AND r.b = 2) OR (l.a = 3)`` implies
 ``l.a = 1 OR l.a = 3`` on the left — and added to the sides the table lets ON conjuncts
 filter, when that side does not already guarantee it (Catalyst's
@@ -110,6 +111,7 @@ from sparkext.predicates import (
     contains_aggregate,
     contains_subquery,
     deterministic_prefix,
+    guards_first,
     normalised_columns,
     normalised_keys,
     rejects_nulls,
@@ -189,7 +191,8 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
             lower_conjuncts = split_conjuncts(lower)
             seen = semantic_set(lower_conjuncts)
             new = [c for c in movable if c.semantic_key() not in seen]
-            merged = Filter(conjunction(lower_conjuncts + new), below) if new else child
+            merged = Filter(conjunction(guards_first(lower_conjuncts + new)), below) \
+                if new else child
             return _above(pinned, _push(merged))
 
         case Project(project_list=exprs) if all(e.deterministic for e in exprs):
@@ -236,12 +239,8 @@ def _push_filter(f: Filter, cond: Expression, child: LogicalPlan) -> LogicalPlan
         case Union():
             return _push_into_union(f, movable, pinned, child)
 
-        case Join(condition=on):
-            # The join's own condition is checked before the filter above it: its
-            # conjuncts go down first, so that on a side they come before the filter's
-            # (``ON r.g <> 0 ... WHERE 100 DIV r.g > 0``: the guard stays first).
-            pushed = child if on is None else _push_join_condition(child)
-            return _push_into_join(f, movable, pinned, pushed)
+        case Join():
+            return _push_into_join(f, movable, pinned, child)
 
         case _:
             return f
@@ -313,7 +312,7 @@ def _push_into_join(f: Filter, movable: list, pinned: list, join: Join) -> Logic
     return _above(stay + pinned, new_join)
 
 
-def _push_join_condition(join: Join) -> Join:
+def _push_join_condition(join: Join) -> LogicalPlan:
     conjuncts = split_conjuncts(join.condition)
     movable, _ = deterministic_prefix(conjuncts)
     lc, rc, common = _classify(movable, join.left, join.right)
