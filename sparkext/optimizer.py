@@ -20,6 +20,12 @@ Batches run in order; ``Once`` runs its rules one time, ``FixedPoint(n)`` repeat
 until the plan stops changing (at most ``n`` rounds). The executor refuses a rule that
 raises, returns something that is not a plan, or changes the plan's output columns.
 
+A rule may declare that it reaches its own fixed point in one pass (``idempotent``) and
+that other rules change nothing in its result (``subsumes``); the executor then spares the
+passes that could only confirm a result. Both claims are checked when the environment has
+``SPARKEXT_CHECK_RULE_CLAIMS=1`` (sparkext's own test suite sets it), as Catalyst checks
+its ``Once`` batches under test: a claim that does not hold fails the rule.
+
 The executor counts, per rule, its invocations, the ones that changed the plan and the time
 spent in it (:class:`RuleStats`, sent to the JVM with every answer). A rule that changed
 something may say why with :func:`because`; the reasons go with the change to
@@ -29,6 +35,7 @@ something may say why with :func:`because`; the reasons go with the change to
 from __future__ import annotations
 
 import contextvars
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -68,6 +75,15 @@ class Rule:
     #: none holds, Python is not called. None: the rule may change any plan ``matches``
     #: admits. For sparkext's own rules: the JVM's test must agree with the rule's code.
     jvm_precheck: str | None = None
+    #: The rule reaches its own fixed point in one pass: run again on the plan it returned,
+    #: it returns that plan. The executor then does not run it on its own result (a fixed
+    #: point's confirming round), only on a plan another rule has changed since.
+    #: Checked under ``SPARKEXT_CHECK_RULE_CLAIMS=1``.
+    idempotent: bool = False
+    #: Names of rules that change nothing in this rule's result: in a batch where this rule
+    #: is active, they are not run (each would only confirm it). Checked under
+    #: ``SPARKEXT_CHECK_RULE_CLAIMS=1``.
+    subsumes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
@@ -103,17 +119,21 @@ RuleFunction = Callable[[LogicalPlan], LogicalPlan]
 
 @overload
 def rule(fn: RuleFunction, *, name: str | None = None, matches: Iterable[type] = (),
-         position: str = ONCE_PER_QUERY) -> Rule: ...
+         position: str = ONCE_PER_QUERY, idempotent: bool = False,
+         subsumes: Iterable[str] = ()) -> Rule: ...
 @overload
 def rule(fn: None = None, *, name: str | None = None, matches: Iterable[type] = (),
-         position: str = ONCE_PER_QUERY) -> Callable[[RuleFunction], Rule]: ...
+         position: str = ONCE_PER_QUERY, idempotent: bool = False,
+         subsumes: Iterable[str] = ()) -> Callable[[RuleFunction], Rule]: ...
 def rule(fn: RuleFunction | None = None, *, name: str | None = None,
-         matches: Iterable[type] = (), position: str = ONCE_PER_QUERY
+         matches: Iterable[type] = (), position: str = ONCE_PER_QUERY,
+         idempotent: bool = False, subsumes: Iterable[str] = ()
          ) -> Rule | Callable[[RuleFunction], Rule]:
     """Decorator: turns ``plan -> plan`` into a :class:`Rule` named after the function."""
 
     def wrap(f: RuleFunction) -> Rule:
-        return Rule(name or f.__name__, f, tuple(matches), position)
+        return Rule(name or f.__name__, f, tuple(matches), position,
+                    idempotent=idempotent, subsumes=tuple(subsumes))
 
     return wrap(fn) if fn is not None else wrap
 
@@ -222,11 +242,23 @@ def _signature(plan: LogicalPlan) -> list:
     return [(a.expr_id, a.name) for a in plan.output]
 
 
-class RuleExecutor:
-    """Runs batches of rules to their fixed points, checking each rule's result."""
+#: The environment variable that makes executors check what rules claim of themselves
+#: (``Rule.idempotent``, ``Rule.subsumes``): for test suites, as Catalyst's
+#: ``Utils.isTesting``. Each check runs a rule once more.
+CHECK_CLAIMS_ENV = "SPARKEXT_CHECK_RULE_CLAIMS"
 
-    def __init__(self, batches: Iterable[Batch]):
+
+class RuleExecutor:
+    """Runs batches of rules to their fixed points, checking each rule's result.
+
+    ``check_claims`` (default: the environment's ``SPARKEXT_CHECK_RULE_CLAIMS=1``) runs an
+    idempotent rule again on each plan it changes, and a subsumed rule on the result of the
+    batch that skipped it; a rule that changes that plan fails with :class:`RuleError`."""
+
+    def __init__(self, batches: Iterable[Batch], *, check_claims: bool | None = None):
         self.batches = tuple(batches)
+        self.check_claims = (os.environ.get(CHECK_CLAIMS_ENV) == "1"
+                             if check_claims is None else check_claims)
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -257,8 +289,10 @@ class RuleExecutor:
         # (TreeNode.markRuleAsIneffective).
         left_alone: dict[str, LogicalPlan] = {}
         for batch in self.batches:
-            rules = [r for r in batch.rules
-                     if r.name not in excluded and r.active_with(catalyst_excluded)]
+            active = [r for r in batch.rules
+                      if r.name not in excluded and r.active_with(catalyst_excluded)]
+            subsumed = {name for r in active for name in r.subsumes}
+            rules = [r for r in active if r.name not in subsumed]
             if not rules:
                 continue
             for _ in range(batch.strategy.max_iterations):
@@ -276,11 +310,20 @@ class RuleExecutor:
                     self._apply(batch, r, result, trace)
                     if result.plan is before:
                         left_alone[r.name] = before
+                    elif r.idempotent:
+                        if self.check_claims:
+                            _check_unchanged(r, result.plan, "is declared idempotent")
+                        left_alone[r.name] = result.plan
                 if result.plan is before_round:
                     break
             else:
                 if isinstance(batch.strategy, FixedPoint) and batch.strategy.max_iterations > 1:
                     result.unconverged.append(batch.name)
+            if self.check_claims:
+                for r in active:
+                    if r.name in subsumed:
+                        by = ", ".join(o.name for o in rules if r.name in o.subsumes)
+                        _check_unchanged(r, result.plan, f"is subsumed by {by}")
         return result
 
     @staticmethod
@@ -317,3 +360,14 @@ class RuleExecutor:
                                      tuple(reasons)))
         result.plan = new
 
+
+def _check_unchanged(r: Rule, plan: LogicalPlan, claim: str) -> None:
+    """Fails ``r`` when it changes ``plan``, of which ``claim`` says it cannot."""
+    try:
+        again = r(plan)
+    except Exception as e:
+        raise RuleError(r.name, f"raised {type(e).__name__} while its claim was checked: {e}",
+                        e) from e
+    if again is not plan:
+        raise RuleError(r.name, f"{claim}, but changed this plan:\n{plan.tree_string()}\n"
+                                f"into:\n{again.tree_string()}")

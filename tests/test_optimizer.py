@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sparkext import types as T
 from sparkext.bridge import split_by_position
 from sparkext.expressions import AttributeReference, GreaterThan, lit
 from sparkext.optimizer import (
+    CHECK_CLAIMS_ENV,
     Batch,
     FixedPoint,
     Once,
@@ -140,3 +143,79 @@ def test_rules_are_split_by_position():
     executors = split_by_position([Batch("b", Once(), (drop_one_filter, late))])
     assert [r.name for r in executors["once"].rules] == ["drop_one_filter"]
     assert [r.name for r in executors["fixed_point"].rules] == ["late"]
+
+
+# -- what rules claim of themselves (Rule.idempotent, Rule.subsumes) ------------------------
+
+@rule
+def drop_all_filters(plan):
+    """Removes every Filter in one pass: idempotent."""
+    return plan.transform_up(lambda n: n.child if isinstance(n, Filter) else n)
+
+
+def test_an_idempotent_rule_is_not_run_again_on_its_own_result():
+    plain = RuleExecutor([Batch("b", FixedPoint(10), (drop_all_filters,))], check_claims=False)
+    assert plain.execute(nested_filters(3)).stats["drop_all_filters"].invocations == 2
+    idem = rule(drop_all_filters.fn, idempotent=True)
+    result = RuleExecutor([Batch("b", FixedPoint(10), (idem,))], check_claims=False).execute(
+        nested_filters(3))
+    assert result.plan is REL and result.stats["drop_all_filters"].invocations == 1
+
+
+def test_an_idempotent_rule_runs_again_once_another_rule_changed_the_plan():
+    seen: list = []
+
+    def drop_filters(plan):
+        seen.append(plan)
+        return drop_all_filters(plan)
+
+    @rule
+    def drop_top_project(plan):
+        return plan.child if isinstance(plan, Project) else plan
+
+    idem = Rule("drop_filters", drop_filters, idempotent=True)
+    plan = Project((A, B), nested_filters(2))
+    result = RuleExecutor([Batch("b", FixedPoint(10), (idem, drop_top_project))],
+                          check_claims=False).execute(plan)
+    # Round 1: drop_filters gives Project(REL), drop_top_project gives REL. Round 2:
+    # drop_filters sees REL (another rule's result), then nothing changes.
+    assert result.plan is REL and seen == [plan, REL]
+
+
+def test_a_false_idempotence_claim_fails_the_rule_when_claims_are_checked():
+    liar = dataclasses.replace(drop_one_filter, idempotent=True)
+    batches = [Batch("b", FixedPoint(10), (liar,))]
+    # Unchecked, the executor trusts the claim: one filter is dropped, not all three.
+    assert RuleExecutor(batches, check_claims=False).execute(nested_filters(3)).plan == \
+        nested_filters(2)
+    with pytest.raises(RuleError, match="is declared idempotent, but changed this plan") as err:
+        RuleExecutor(batches, check_claims=True).execute(nested_filters(3))
+    assert err.value.rule == "drop_one_filter"
+
+
+def test_a_subsumed_rule_runs_only_where_the_rule_that_subsumes_it_does_not():
+    seen: list = []
+    look = _recording("look", seen)
+    wider = dataclasses.replace(drop_all_filters, subsumes=("look",))
+    executor = RuleExecutor([Batch("b", FixedPoint(10), (look, wider))], check_claims=False)
+    assert executor.execute(nested_filters(2)).plan is REL and seen == []
+    executor.execute(nested_filters(2), frozenset({"drop_all_filters"}))
+    assert seen == [nested_filters(2)]
+
+
+def test_a_false_subsumption_claim_fails_the_subsumed_rule_when_claims_are_checked():
+    # drop_one_filter is not subsumed by a rule that changes nothing.
+    idle = Rule("idle", lambda p: p, subsumes=("drop_one_filter",))
+    batches = [Batch("b", FixedPoint(10), (drop_one_filter, idle))]
+    assert RuleExecutor(batches, check_claims=False).execute(nested_filters(1)).plan == \
+        nested_filters(1)
+    with pytest.raises(RuleError, match="is subsumed by idle, but changed this plan") as err:
+        RuleExecutor(batches, check_claims=True).execute(nested_filters(1))
+    assert err.value.rule == "drop_one_filter"
+
+
+def test_claims_are_checked_where_the_environment_asks(monkeypatch):
+    monkeypatch.setenv(CHECK_CLAIMS_ENV, "1")
+    assert RuleExecutor([]).check_claims
+    monkeypatch.setenv(CHECK_CLAIMS_ENV, "0")
+    assert not RuleExecutor([]).check_claims

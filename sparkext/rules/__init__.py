@@ -34,7 +34,13 @@ from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 # only what Catalyst lacks runs: the ordering rules.
 # InferFiltersFromConstraints is among pushdown's: with it off, infer_filters runs after
 # Catalyst's pushdown, and only push_down_filters moves what it adds.
+# The rules declared idempotent finish their work in one pass (push_down_filters moves each
+# filter at its position until it stays, then descends into what it built; the pruners
+# carry the needed set from the root to every leaf; the sort rules rewrite every Sort from
+# the facts below it): the executor runs none of them again on its own result. Under
+# pytest and the fuzzer the executor checks it (sparkext.optimizer.CHECK_CLAIMS_ENV).
 PUSH_DOWN_FILTERS = Rule("push_down_filters", push_down_filters, matches=(Filter, Join),
+                         idempotent=True,
                          only_when_catalyst_excludes=(
                              "PushDownPredicates", "PushPredicateThroughJoin",
                              "PushPredicateThroughNonJoin", "PushExtraPredicateThroughJoin",
@@ -45,14 +51,17 @@ INFER_FILTERS = Rule("infer_filters", infer_filters, matches=(Filter, Join),
 # has: a Project, an Aggregate, a semi or anti Join, a Generate (the root keeps its whole
 # output). Expand (no tree pattern of its own) narrows too, but before the pre-CBO batch
 # it comes only from grouping sets, always under an Aggregate.
-PRUNE_COLUMNS = Rule("prune_columns", prune_columns,
+PRUNE_COLUMNS = Rule("prune_columns", prune_columns, idempotent=True,
                      matches=(Project, Aggregate, Join, Generate),
                      only_when_catalyst_excludes=("ColumnPruning", "PushProjectionThroughUnion"))
 # With Catalyst's ColumnPruning switched off, nothing prunes below the joins Spark makes of
 # EXISTS and IN subqueries after sparkext has run: do it in advance (predicate subqueries
-# sit in Filters, and in Projects and Aggregates since Spark 3.4).
+# sit in Filters, and in Projects and Aggregates since Spark 3.4). It prunes everything
+# prune_columns does (the two differ only at those filters and EXISTS plans), so where it
+# is active prune_columns is not run after it (subsumes).
 PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
                              partial(prune_columns, before_subquery_rewrite=True),
+                             idempotent=True, subsumes=("prune_columns",),
                              matches=(Project, Aggregate, Join, Generate, Filter),
                              only_when_catalyst_excludes=("ColumnPruning",))
 # Catalyst has no counterpart of simplify_sort_keys; its EliminateSorts does a part of
@@ -64,9 +73,9 @@ PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
 # unique keys) must be made there too (tests/test_prechecks.py checks the two agree on
 # TPC-H, TPC-DS and the corpus).
 SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sort,),
-                          jvm_precheck="ordering")
+                          jvm_precheck="ordering", idempotent=True)
 ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,),
-                       jvm_precheck="ordering")
+                       jvm_precheck="ordering", idempotent=True)
 
 BATCHES: tuple[Batch, ...] = (
     Batch("push down filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),

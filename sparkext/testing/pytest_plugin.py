@@ -11,6 +11,10 @@ Fixtures:
 Options: ``--sparkext-update-plans`` (or ``SPARKEXT_UPDATE_PLANS=1``) rewrites golden plan
 files instead of comparing. The run ends with a line counting the snapshots checked and
 updated.
+
+Under pytest, rules' claims about themselves (``Rule.idempotent``, ``Rule.subsumes``) are
+checked on every plan they see (``SPARKEXT_CHECK_RULE_CLAIMS=1``, unless the environment
+sets it otherwise), as Catalyst checks its ``Once`` batches under test.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 
 import pytest
 
+from sparkext.optimizer import CHECK_CLAIMS_ENV
 from sparkext.testing.plans import SnapshotStats, assert_plan_snapshot
 
 _STATS = pytest.StashKey[SnapshotStats]()
@@ -32,6 +37,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.stash[_STATS] = SnapshotStats()
+    # Before any session exists: each registration's executors read it.
+    os.environ.setdefault(CHECK_CLAIMS_ENV, "1")
 
 
 def updating(config) -> bool:

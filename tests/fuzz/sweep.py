@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -121,8 +122,11 @@ def main(argv=None) -> int:
         return summarize(args.summarize)
 
     import sparkext
+    from sparkext.optimizer import CHECK_CLAIMS_ENV
     from sparkext.testing.session import local_session
     from tests.fuzz.tables import register
+
+    os.environ.setdefault(CHECK_CLAIMS_ENV, "1")  # rules' claims checked, as under pytest
 
     out = open(args.out, "a") if args.out else None
 
