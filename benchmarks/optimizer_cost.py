@@ -2,13 +2,20 @@
 
 Two suites: the 22 TPC-H queries (parquet at ``--scale``, temp views) and the TPC-DS
 queries of the plan-stability suite (tests/tpcds: empty tables with injected
-statistics). Four modes, each in a session of its own, its rules registered once:
+statistics). Five modes, each in a session of its own, its rules registered once:
 
   native    plain Spark (sparkext installed, ``spark.sparkext.enabled=false``)
   excluded  Catalyst's pushdown, inference, pruning and sort rules excluded
             (sparkext.catalyst.PUSHDOWN_AND_PRUNING_RULES), no sparkext
   ontop     plain Spark + ``sparkext.enable(spark)``: nothing excluded
   replace   those Catalyst rules excluded + sparkext's built-in rules
+  floor     those Catalyst rules excluded + one Python rule that reads every node and
+            expression and answers "unchanged" (sparkext.testing.rules.read_everything)
+
+``floor`` is what any Python rules in place of Catalyst's cost when they read each plan
+whole, whatever they compute: encoding, the round trip and decoding every node. It is a
+lower bound of ``replace`` on this bridge, reported next to it (docs/performance.md, "The
+floor").
 
 ``--warmup`` untimed passes over every query in every mode, then ``--rounds`` timed runs;
 a run optimizes each query once in every mode, the modes' order rotating from query to
@@ -56,11 +63,12 @@ sys.path.insert(0, str(ROOT))
 import sparkext  # noqa: E402
 from sparkext.bridge import RuleBridge, split_by_position  # noqa: E402
 from sparkext.catalyst import PUSHDOWN_AND_PRUNING_RULES, excluded_rules_conf  # noqa: E402
-from sparkext.optimizer import Batch, Rule  # noqa: E402
+from sparkext.optimizer import Batch, Once, Rule  # noqa: E402
 from sparkext.plan import LogicalPlan  # noqa: E402
 from sparkext.rules import builtin_batches  # noqa: E402
 from sparkext.session import Enabled  # noqa: E402
 from sparkext.testing.catalog import create_empty_tables  # noqa: E402
+from sparkext.testing.rules import read_everything  # noqa: E402
 from sparkext.testing.session import local_session  # noqa: E402
 from tests.conftest import TPCH_TABLES, tpch_dir  # noqa: E402
 from tests.tpch import QUERY_NAMES, query  # noqa: E402
@@ -75,6 +83,11 @@ MODES: dict[str, dict[str, str]] = {
     "excluded": {"spark.sparkext.enabled": "false", **excluded_rules_conf()},
     "ontop": {"spark.sparkext.enabled": "true"},
     "replace": {"spark.sparkext.enabled": "true", **excluded_rules_conf()},
+    "floor": {"spark.sparkext.enabled": "true", **excluded_rules_conf()},
+}
+#: the rules a mode runs instead of sparkext's built-in ones
+MODE_BATCHES: dict[str, tuple[Batch, ...]] = {
+    "floor": (Batch("read", Once(), (Rule("read_everything", read_everything),)),),
 }
 CATALYST_DUPLICATED = frozenset(PUSHDOWN_AND_PRUNING_RULES)
 
@@ -88,7 +101,7 @@ def suite_queries(suite: str, chosen: list[str] | None) -> dict[str, str]:
     return {n: q for n, q in qs.items() if not chosen or n in chosen}
 
 
-def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str, str]
+def new_session(spark: SparkSession, suite: str, scale: str, mode: str
                 ) -> tuple[SparkSession, Enabled]:
     session = spark.newSession()
     if suite == "tpch":
@@ -97,8 +110,8 @@ def new_session(spark: SparkSession, suite: str, scale: str, settings: dict[str,
             session.read.parquet(str(data / f"{t}.parquet")).createOrReplaceTempView(t)
     else:
         session.catalog.setCurrentDatabase(TPCDS_DB)
-    enabled = sparkext.enable(session)
-    for key, value in settings.items():
+    enabled = sparkext.enable(session, batches=MODE_BATCHES.get(mode))
+    for key, value in MODES[mode].items():
         session.conf.set(key, value)
     return session, enabled
 
@@ -126,7 +139,7 @@ def optimize_once(session: SparkSession, sql: str) -> tuple[float, dict, dict]:
 def benchmark(spark: SparkSession, suite: str, args: argparse.Namespace) -> None:
     queries = suite_queries(suite, args.queries)
     modes = [m for m in MODES if m in args.modes]
-    sessions = {m: new_session(spark, suite, args.scale, MODES[m])[0] for m in modes}
+    sessions = {m: new_session(spark, suite, args.scale, m)[0] for m in modes}
     for _ in range(args.warmup):
         for sql in queries.values():
             for m in modes:
@@ -171,6 +184,9 @@ def report(suite: str, n: int, modes: list[str], totals: dict[str, list[float]],
         if m in med and "native" in med:
             target = 1.10 if m == "ontop" else 1.00
             print(f"{m}/native = {med[m] / med['native']:.2f} (target <= {target:.2f})")
+    if "floor" in med and "native" in med:
+        print(f"floor/native = {med['floor'] / med['native']:.2f} (what Python rules in "
+              "place of Catalyst's cost at the least when they read each plan whole)")
 
     print("\nlast run, Catalyst's metering (ms over the suite) and the bridge's counters:")
     for m in modes:
@@ -186,7 +202,11 @@ def report(suite: str, n: int, modes: list[str], totals: dict[str, list[float]],
         calls = sum(mt["calls"] for mt, _ in last[m])
         skipped = sum(mt["skipped"] for mt, _ in last[m])
         python_ms = sum(mt["python_nanos"] for mt, _ in last[m]) / 1e6
-        per_call = f"{python_ms / calls:.2f} ms Python per call" if calls else "no calls"
+        jvm_ms = {k: sum(mt[f"{k}_nanos"] for mt, _ in last[m]) / 1e6
+                  for k in ("encode", "rebuild", "validate")}
+        per_call = (f"{python_ms / calls:.2f} ms Python per call (round trip; the JVM's "
+                    f"encoding {jvm_ms['encode']:.1f} ms, rebuilding {jvm_ms['rebuild']:.1f} "
+                    f"ms, validating {jvm_ms['validate']:.1f} ms in all)") if calls else "no calls"
         print(f"- {m}: Catalyst rules sparkext duplicates {dup:.1f} ms; {SPARKEXT_RULE} "
               f"{ours[0] / 1e6:.1f} ms over {ours[1]} invocations ({ours[2]} effective); "
               f"{calls} calls, {skipped} skipped; {per_call}")
@@ -222,7 +242,7 @@ def requests_of(spark: SparkSession, suite: str, args: argparse.Namespace, mode:
     """The requests a session of ``mode`` sends Python, per query, in the order it sends
     them (subquery plans first: Catalyst optimizes them inside the main plan's
     optimization, so the last request of a query is its main plan)."""
-    session, enabled = new_session(spark, suite, args.scale, MODES[mode])
+    session, enabled = new_session(spark, suite, args.scale, mode)
     bridge = enabled.bridge
     answer = bridge.apply
     sent: list[str] = []
