@@ -106,8 +106,11 @@ def test_the_precheck_skips_tpc_queries_whose_sort_nothing_can_change(spark, tpc
     # TPC-H q01 orders by its two grouping keys: neither is constant, the unique key is
     # covered only by both. TPC-DS q03 orders by d_year, sum_agg, brand_id after grouping
     # by d_year, brand, brand_id: no constant, no unique key covered before the last key.
+    # TPC-DS q63 orders by i_manager_id, the partition key of a Window below, under LIMIT
+    # 100: a top-K's sort takes no order from below.
     for session, sql in ((spark, tpch["q01"]),
-                         (tpcds, (TPCDS_DIR / "queries" / "q03.sql").read_text())):
+                         (tpcds, (TPCDS_DIR / "queries" / "q03.sql").read_text()),
+                         (tpcds, (TPCDS_DIR / "queries" / "q63.sql").read_text())):
         m = assert_precheck_agrees(session, lambda s=session, q=sql: s.sql(q))
         assert m["calls"] == 0 and m["skipped_precheck"] >= 1, m
 
@@ -145,6 +148,19 @@ def test_a_sort_no_rule_can_change_makes_no_call(spark, sales):
     by_other = sales().withColumn("r", F.rank().over(Window.partitionBy("k").orderBy("v"))) \
         .orderBy("j", "v", "k")
     m = calls(spark, by_other)
+    assert m["calls"] == 0 and m["skipped_precheck"] >= 1, m
+
+
+def test_under_a_limit_no_order_from_below_makes_the_call(spark, sales):
+    """A top-K's sort stays whatever order its input has (eliminate_sorts removes it only
+    when every key is constant, simplify_sort_keys reads no order): the order a Window
+    below makes, which makes the call without the limit (case window_below), does not."""
+    def top_k():
+        return sales().withColumn("r", F.rank().over(Window.partitionBy("k").orderBy("v"))) \
+            .orderBy("k", "v", "j", "n").limit(10)
+    m = assert_precheck_agrees(spark, top_k)
+    assert m["calls"] == 0 and m["skipped_precheck"] >= 1, m
+    m = calls(spark, top_k())
     assert m["calls"] == 0 and m["skipped_precheck"] >= 1, m
 
 

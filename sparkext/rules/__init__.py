@@ -67,8 +67,10 @@ PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
 # Catalyst has no counterpart of simplify_sort_keys; its EliminateSorts does a part of
 # what eliminate_sorts does (sparkext.ordering): both always run. The JVM's "ordering"
 # pre-check (Prechecks.scala) skips the call for a plan whose one Sort neither rule can
-# change: nothing below it makes an order but Windows, whose order the first key is not,
-# and no key can be constant or follow a unique key. It over-approximates ordering.py and
+# change: nothing below it makes an order but Windows, whose order the first key is not
+# (or the Sort is a top-K's, under a limit: eliminate_sorts then removes it only when every
+# key is constant, and simplify_sort_keys reads no order), and no key can be constant or
+# follow a unique key. It over-approximates ordering.py and
 # uniqueness.py: a change to what those derive (a new source of orderings, constants or
 # unique keys) must be made there too (tests/test_prechecks.py checks the two agree on
 # TPC-H, TPC-DS and the corpus).

@@ -74,6 +74,8 @@ def _down(node: LogicalPlan, under_limit: bool, over_windows: bool) -> LogicalPl
                 props = properties(child)
                 if all(props.constant(o.child) is not None for o in order):
                     return down(child, under_limit)
+                # (Under a limit no order from below counts: the JVM's "ordering" pre-check
+                # relies on it, Prechecks.scala `loneSort`.)
                 if not under_limit and props.ordering_satisfy(order, require_global=is_global):
                     return down(child, under_limit)
             new_child = down(_remove_overridden(child, is_global), False)

@@ -18,7 +18,8 @@ the keys before it, it has one value:
   by k, total`` after ``groupBy(k)``): no two rows tie on them, so no later key is ever
   consulted.
 
-A Sort whose keys are all constant is left to ``eliminate_sorts``.
+A Sort whose keys are all constant is left to ``eliminate_sorts``. No order from below is
+read (the JVM's "ordering" pre-check relies on it for a Sort under a limit).
 """
 
 from __future__ import annotations

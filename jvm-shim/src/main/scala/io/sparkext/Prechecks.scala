@@ -59,9 +59,9 @@ private[sparkext] object Prechecks {
  * attribute it reads is in a constant group or in the group of an earlier key (ties); a
  * unique key "may be constant" likewise. The first key "may be
  * ordered" when an attribute it reads is in the group of an attribute a Window's partition
- * or order keys read, or of such a window function's output. If no key may go, no unique
- * key may be constant at any key and the first key may not be ordered, the sort rules
- * cannot change the plan.
+ * or order keys read, or of such a window function's output, unless the Sort is under a
+ * limit (a top-K: see `loneSort`). If no key may go, no unique key may be constant at any
+ * key and the first key may not be ordered, the sort rules cannot change the plan.
  */
 private[sparkext] object OrderingPrecheck {
 
@@ -74,22 +74,31 @@ private[sparkext] object OrderingPrecheck {
   private val RunningMonotonicAggregates = Set("Count", "Max", "Min")
 
   def mayChange(plan: LogicalPlan): Boolean = try {
-    loneSort(plan) match {
-      case Some(sort) => mayChangeSort(sort)
+    loneSort(plan, underLimit = false) match {
+      case Some((sort, underLimit)) => mayChangeSort(sort, underLimit)
       case None => true
     }
   } catch {
     case NonFatal(_) => true
   }
 
-  /** The Sort the root reaches through limits, projections and filters only, or None. */
-  private def loneSort(plan: LogicalPlan): Option[Sort] = plan match {
-    case s: Sort => Some(s)
-    case _: GlobalLimit | _: LocalLimit | _: Project | _: Filter => loneSort(plan.children.head)
-    case _ => None
-  }
+  /**
+   * The Sort the root reaches through limits, projections and filters only, or None; and
+   * whether a limit is on that path with only projections and deterministic filters after
+   * it. Such a Sort is part of a top-K: `eliminate_sorts` removes it only when every key is
+   * constant (its `under_limit`), and `simplify_sort_keys` never reads an order from below,
+   * so no Window's order can change it.
+   */
+  private def loneSort(plan: LogicalPlan, underLimit: Boolean): Option[(Sort, Boolean)] =
+    plan match {
+      case s: Sort => Some((s, underLimit))
+      case _: GlobalLimit | _: LocalLimit => loneSort(plan.children.head, underLimit = true)
+      case p: Project => loneSort(p.child, underLimit)
+      case f: Filter => loneSort(f.child, underLimit && f.condition.deterministic)
+      case _ => None
+    }
 
-  private def mayChangeSort(sort: Sort): Boolean = {
+  private def mayChangeSort(sort: Sort, underLimit: Boolean): Boolean = {
     val facts = new Facts
     if (!facts.collect(sort.child)) return true
     facts.close()
@@ -102,8 +111,9 @@ private[sparkext] object OrderingPrecheck {
       facts.read(orders(o).child, key)
       // reads no attribute, or only constant ones, or ones the keys before it tie
       if (facts.covered(key)) return true
-      // the order a Window below makes may be this one (the rest follows only a first key)
-      if (o == 0 && facts.ordered(key)) return true
+      // the order a Window below makes may be this one (the rest follows only a first key;
+      // under a limit, no order from below counts)
+      if (o == 0 && !underLimit && facts.ordered(key)) return true
       facts.cover(key)
       o += 1
     }
