@@ -34,7 +34,10 @@ skips and Python time per call (sparkext.metrics); and, when the session's metri
 ``--profile N`` instead profiles (cProfile) Python answering the N largest TPC-DS
 requests of replace mode, and prints the top entries; ``--subqueries`` measures what the
 calls for subquery plans cost and whether the rules change those plans. Both answer again
-the requests recorded from a real session of the mode.
+the requests recorded from a real session of the mode. ``--record DIR`` writes those
+requests, per suite and mode (``DIR/tpcds-replace.json``: query -> requests), for
+benchmarks/replay_instructions.py, which compares checkouts by the instructions Python
+runs to answer them.
 
     nice python benchmarks/optimizer_cost.py [--rounds 15] [--warmup 5] [--scale 0.1]
         [--suites tpch tpcds] [--modes native excluded ontop replace] [--queries q01 ...]
@@ -46,6 +49,7 @@ import argparse
 import cProfile
 import dataclasses
 import io
+import json
 import pstats
 import statistics
 import sys
@@ -334,6 +338,16 @@ def subqueries(spark: SparkSession, suite: str, args: argparse.Namespace) -> Non
               f"again in a warm loop: decoding, rules, answer; median of {args.rounds})")
 
 
+def record(spark: SparkSession, args: argparse.Namespace) -> None:
+    args.record.mkdir(parents=True, exist_ok=True)
+    for suite in args.suites:
+        for mode in ("replace", "ontop"):
+            requests = requests_of(spark, suite, args, mode)
+            path = args.record / f"{suite}-{mode}.json"
+            path.write_text(json.dumps({"spark_version": spark.version, "queries": requests}))
+            print(f"{path}: {sum(map(len, requests.values()))} requests")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -349,6 +363,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--subqueries", action="store_true",
                         help="measure the calls for subquery plans instead")
+    parser.add_argument("--record", type=Path, default=None, metavar="DIR",
+                        help="write the requests of replace and ontop sessions to DIR instead")
     args = parser.parse_args()
 
     spark = local_session({"spark.sparkext.strict": "false",
@@ -358,6 +374,8 @@ def main() -> None:
         create_empty_tables(spark, (TPCDS_DIR / "schema.sql").read_text(), TPCDS_DB, STATS)
     if args.profile:
         profile(spark, args)
+    elif args.record:
+        record(spark, args)
     elif args.subqueries:
         for suite in args.suites:
             subqueries(spark, suite, args)
