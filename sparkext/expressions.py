@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from sparkext import timezones
 from sparkext import types as T
-from sparkext._tree import TreeNode, arg, mirror
+from sparkext._tree import TreeNode, arg, fact, keep_fact, mirror
 from sparkext.kinds import Item, Kind
 from sparkext.types import DataType
 
@@ -139,9 +139,9 @@ class Expression(TreeNode):
             return self._nullable
         return any(c.nullable for c in self.children)
 
-    @property
+    @fact
     def deterministic(self) -> bool:
-        return self._cached("deterministic", lambda: all(c.deterministic for c in self.children))
+        return all(c.deterministic for c in self.children)
 
     @property
     def null_intolerant(self) -> bool:
@@ -183,18 +183,25 @@ class Expression(TreeNode):
             out.append(e)
         return tuple(out)
 
-    @property
+    @fact
     def references(self) -> frozenset:
         """The expression ids of the attributes this expression reads."""
-        return self._cached("references", lambda: frozenset().union(
-            *(c.references for c in self.children)))
+        return frozenset().union(*(c.references for c in self.children))
 
     def semantic_key(self) -> Hashable:
         """A hashable key equal for expressions that compute the same thing: attributes are
         identified by id only (not name, qualifier or nullability), as Catalyst's
-        ``semanticEquals`` does."""
-        return self._cached("semkey", lambda: (type(self).__name__,) + tuple(
-            _semantic(getattr(self, f)) for f, _ in self._args))
+        ``semanticEquals`` does. Kept on the node: rules compare predicates by it tens of
+        thousands of times a call, so the hit path is one dictionary read here."""
+        try:
+            return self._cache["semkey"]
+        except (AttributeError, KeyError):
+            pass
+        return keep_fact(self, "semkey", self._semantic_key())
+
+    def _semantic_key(self) -> Hashable:
+        """What :meth:`semantic_key` keeps (a class with a key of its own overrides this)."""
+        return (type(self).__name__,) + tuple(_semantic(getattr(self, f)) for f, _ in self._args)
 
     def semantic_equals(self, other: Expression) -> bool:
         return self.semantic_key() == other.semantic_key()
@@ -503,16 +510,13 @@ class BinaryComparison(BinaryOperator, Predicate):
     # The class of the same comparison with its operands swapped (``a < b`` is ``b > a``).
     swapped: ClassVar[str]
 
-    def semantic_key(self) -> Hashable:
+    def _semantic_key(self) -> Hashable:
         """Equal for both spellings of a comparison (``a = b`` and ``b = a``, ``a < b`` and
         ``b > a``), as Catalyst's canonicalization makes them: a set of predicates keyed by
         meaning must not hold one fact twice (restating ``a = b`` over ``b = a`` would give
         the useless ``a = a``)."""
-        def key() -> Hashable:
-            left, right = self.left.semantic_key(), self.right.semantic_key()
-            return min((type(self).__name__, left, right), (self.swapped, right, left),
-                       key=repr)
-        return self._cached("semkey", key)
+        left, right = self.left.semantic_key(), self.right.semantic_key()
+        return min((type(self).__name__, left, right), (self.swapped, right, left), key=repr)
 
 
 # ---------------------------------------------------------------------------------------------

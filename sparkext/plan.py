@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from sparkext import catalyst_names as names
-from sparkext._tree import TreeNode, arg, mirror
+from sparkext._tree import TreeNode, arg, fact, mirror
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -81,38 +81,33 @@ class LogicalPlan(TreeNode):
         """The columns this node produces, in order."""
         return self.children[0].output
 
-    @property
+    @fact
     def output_ids(self) -> frozenset:
         """The expression ids of ``output``."""
-        return self._cached("output_ids", self._output_ids)
-
-    def _output_ids(self) -> frozenset:
         if type(self).output is LogicalPlan.output:  # the child's very columns (Filter, Sort, ...)
             return self.children[0].output_ids
         return frozenset(a.expr_id for a in self.output)
 
-    @property
+    @fact
     def input_ids(self) -> frozenset:
         """The expression ids the children produce."""
-        return self._cached("input_ids", lambda: frozenset().union(
-            *(c.output_ids for c in self.children)))
+        return frozenset().union(*(c.output_ids for c in self.children))
 
-    @property
+    @fact
     def expressions(self) -> tuple[Expression, ...]:
         """Every top-level expression of this node, in constructor order (as Catalyst)."""
-        return self._cached("expressions", lambda: tuple(
-            e for name, shape in self._expr_fields for e in shape.flatten(getattr(self, name))))
+        return tuple(e for name, shape in self._expr_fields
+                     for e in shape.flatten(getattr(self, name)))
 
-    @property
+    @fact
     def references(self) -> frozenset:
         """The expression ids this node's expressions read."""
-        return self._cached("references", lambda: frozenset().union(
-            *(e.references for e in self.expressions)))
+        return frozenset().union(*(e.references for e in self.expressions))
 
-    @property
+    @fact
     def deterministic(self) -> bool:
         """Whether every expression of this node is deterministic."""
-        return self._cached("deterministic", lambda: all(e.deterministic for e in self.expressions))
+        return all(e.deterministic for e in self.expressions)
 
     def map_expressions(self: _P, fn: Callable[[Expression], Expression]) -> _P:
         """This node with ``fn`` applied to each top-level expression; itself if none changed."""
@@ -193,9 +188,9 @@ class Project(LogicalPlan):
     project_list: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
-        return self._cached("output", lambda: _named_output(self.project_list))
+        return _named_output(self.project_list)
 
 
 @mirror(_L + "Filter", pattern="FILTER")
@@ -221,10 +216,9 @@ class Join(LogicalPlan):
         if not isinstance(self.join_type, JoinType):
             object.__setattr__(self, "join_type", join_type(self.join_type))
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
-        return self._cached("output", lambda: self.join_type.output(
-            self.left.output, self.right.output))
+        return self.join_type.output(self.left.output, self.right.output)
 
 
 @mirror(_L + "Aggregate", pattern="AGGREGATE")
@@ -234,9 +228,9 @@ class Aggregate(LogicalPlan):
     child: LogicalPlan = arg("p")
     hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
-        return self._cached("output", lambda: _named_output(self.aggregate_expressions))
+        return _named_output(self.aggregate_expressions)
 
 
 @mirror(_L + "Sort", pattern="SORT")
@@ -283,10 +277,9 @@ class Window(LogicalPlan):
     child: LogicalPlan = arg("p")
     hint: Value | None = arg("x?", default=None, since="4.0")  # 3.5 has no hint
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
-        return self._cached("output", lambda: self.child.output +
-                            _named_output(self.window_expressions))
+        return self.child.output + _named_output(self.window_expressions)
 
     def columns_of(self, functions: Iterable[str], *, running: bool = False
                    ) -> list[tuple[AttributeReference, str]]:
@@ -325,13 +318,11 @@ class Union(LogicalPlan):
     by_name: bool = arg("b", default=False)
     allow_missing_col: bool = arg("b", default=False)
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
-        def compute() -> tuple[AttributeReference, ...]:
-            outs = [c.output for c in self.children]
-            return tuple(attrs[0].with_nullability(any(a.nullable for a in attrs))
-                         for attrs in zip(*outs))
-        return self._cached("output", compute)
+        outs = [c.output for c in self.children]
+        return tuple(attrs[0].with_nullability(any(a.nullable for a in attrs))
+                     for attrs in zip(*outs))
 
 
 @mirror(_L + "Distinct", pattern="DISTINCT_LIKE")
@@ -377,10 +368,9 @@ class Generate(LogicalPlan):
             out = tuple(a.with_nullability(True) for a in out)
         return out
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
-        return self._cached("output", lambda: self.required_child_output +
-                            self.qualified_generator_output)
+        return self.required_child_output + self.qualified_generator_output
 
     @property
     def references(self) -> frozenset:
@@ -449,10 +439,10 @@ class SubqueryAlias(LogicalPlan):
     identifier: AliasIdentifier = arg("aid")
     child: LogicalPlan = arg("p")
 
-    @property
+    @fact
     def output(self) -> tuple[AttributeReference, ...]:
         q = self.identifier.qualifier + (self.identifier.name,)
-        return self._cached("output", lambda: tuple(a.with_qualifier(q) for a in self.child.output))
+        return tuple(a.with_qualifier(q) for a in self.child.output)
 
 
 @mirror(_L + "Sample")
@@ -539,10 +529,9 @@ class Opaque(LogicalPlan):
         e = self.exprs
         return e.get() if isinstance(e, Lazy) else e
 
-    @property
+    @fact
     def references(self) -> frozenset:
-        return self._cached("references", lambda: frozenset().union(
-            *(e.references for e in self.expressions)))
+        return frozenset().union(*(e.references for e in self.expressions))
 
     def map_expressions(self, fn: Callable[[Expression], Expression]) -> Opaque:
         old = self.expressions
