@@ -19,6 +19,7 @@ the running Spark's line, and the codec then reads and writes exactly those
 from __future__ import annotations
 
 import dataclasses
+import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
@@ -191,6 +192,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
         cls._pattern = pattern
         # Plans' children are plans; expressions' children are expressions.
         cls._kids = tuple((n, k.shape) for n, k in args if k.item is cls._child_item)
+        cls._read_children = staticmethod(_children_reader(cls._kids))
         cls._expr_fields = tuple((n, k.shape) for n, k in args if k.item is Item.EXPR)
         _cache_hash(cls)
         MIRRORED[cls._wire] = cls
@@ -237,6 +239,21 @@ def keep_fact(node: TreeNode, key: str, value: Any) -> Any:
         object.__setattr__(node, "_cache", cache)
     cache[key] = value
     return value
+
+
+def _children_reader(kids: tuple[tuple[str, Shape], ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """How a class's children are read from its fields, made once per class: every node's
+    first ``children`` read goes through it, and nearly every class has one child field,
+    two, or one sequence of them."""
+    if not kids:
+        return lambda node: ()
+    if all(shape is Shape.ONE for _, shape in kids):
+        get = operator.attrgetter(*(name for name, _ in kids))  # (several names: a tuple)
+        return (lambda node: (get(node),)) if len(kids) == 1 else get
+    if len(kids) == 1 and kids[0][1] is Shape.SEQ:
+        one = operator.attrgetter(kids[0][0])
+        return lambda node: tuple(one(node))
+    return lambda node: tuple(c for name, shape in kids for c in shape.flatten(getattr(node, name)))
 
 
 def _cache_hash(cls: type[TreeNode]) -> None:
@@ -433,10 +450,12 @@ class TreeNode:
     _child_item: ClassVar[Item] = Item.PLAN
     #: (field, Shape) of the fields holding children, set by @mirror
     _kids: ClassVar[tuple[tuple[str, Shape], ...]] = ()
+    #: reads them (:func:`_children_reader`), set by @mirror
+    _read_children: ClassVar[staticmethod[[Any], tuple[Any, ...]]] = staticmethod(lambda node: ())
 
     @fact
     def children(self) -> tuple[Any, ...]:
-        return tuple(c for name, shape in self._kids for c in shape.flatten(getattr(self, name)))
+        return self._read_children(self)
 
     def with_new_children(self: T, children: Iterable[Any]) -> T:
         """This node with ``children`` in place of its own (same count, same order)."""
