@@ -394,7 +394,8 @@ class TreeNode:
     """Base of plan nodes and expressions: immutable, compared by structure.
 
     Derived facts are computed once per node and kept in ``_cache`` (the node itself
-    never changes, so neither do they). Each class has a pattern bit of its own, and
+    never changes, so neither do they): :func:`fact` properties, or :meth:`_cached` for a
+    fact another module computes. Each class has a pattern bit of its own, and
     ``tree_bits`` are the bits of every class in a tree, as Catalyst's ``TreePatternBits``:
     a transform or a rule can tell in one step that a subtree holds nothing it matches.
     """
