@@ -192,8 +192,9 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
         cls._pattern = pattern
         # Plans' children are plans; expressions' children are expressions.
         cls._kids = tuple((n, k.shape) for n, k in args if k.item is cls._child_item)
-        cls._read_children = staticmethod(_children_reader(cls._kids))
+        cls._read_children = staticmethod(_items_reader(cls._kids))
         cls._expr_fields = tuple((n, k.shape) for n, k in args if k.item is Item.EXPR)
+        cls._read_expressions = staticmethod(_items_reader(cls._expr_fields))
         _cache_hash(cls)
         MIRRORED[cls._wire] = cls
         return cls
@@ -241,19 +242,20 @@ def keep_fact(node: TreeNode, key: str, value: Any) -> Any:
     return value
 
 
-def _children_reader(kids: tuple[tuple[str, Shape], ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """How a class's children are read from its fields, made once per class: every node's
-    first ``children`` read goes through it, and nearly every class has one child field,
-    two, or one sequence of them."""
-    if not kids:
+def _items_reader(fields: tuple[tuple[str, Shape], ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """How a class's children (or a plan's expressions) are read from ``fields``, made once
+    per class: every node's first ``children`` or ``expressions`` read goes through it, and
+    nearly every class has one such field, two, or one sequence."""
+    if not fields:
         return lambda node: ()
-    if all(shape is Shape.ONE for _, shape in kids):
-        get = operator.attrgetter(*(name for name, _ in kids))  # (several names: a tuple)
-        return (lambda node: (get(node),)) if len(kids) == 1 else get
-    if len(kids) == 1 and kids[0][1] is Shape.SEQ:
-        one = operator.attrgetter(kids[0][0])
+    if all(shape is Shape.ONE for _, shape in fields):
+        get = operator.attrgetter(*(name for name, _ in fields))  # (several names: a tuple)
+        return (lambda node: (get(node),)) if len(fields) == 1 else get
+    if len(fields) == 1 and fields[0][1] is Shape.SEQ:
+        one = operator.attrgetter(fields[0][0])
         return lambda node: tuple(one(node))
-    return lambda node: tuple(c for name, shape in kids for c in shape.flatten(getattr(node, name)))
+    return lambda node: tuple(x for name, shape in fields
+                              for x in shape.flatten(getattr(node, name)))
 
 
 def _cache_hash(cls: type[TreeNode]) -> None:
@@ -430,6 +432,8 @@ class TreeNode:
     _pattern: ClassVar[str | None]
     #: (field, Shape) of the fields holding expressions
     _expr_fields: ClassVar[tuple[tuple[str, Shape], ...]]
+    #: reads those (:func:`_items_reader`), set by @mirror
+    _read_expressions: ClassVar[staticmethod[[Any], tuple[Any, ...]]]
     if TYPE_CHECKING:
         # Every concrete node is a dataclass (@mirror makes it one): dataclasses.replace
         # takes it.
@@ -451,7 +455,7 @@ class TreeNode:
     _child_item: ClassVar[Item] = Item.PLAN
     #: (field, Shape) of the fields holding children, set by @mirror
     _kids: ClassVar[tuple[tuple[str, Shape], ...]] = ()
-    #: reads them (:func:`_children_reader`), set by @mirror
+    #: reads them (:func:`_items_reader`), set by @mirror
     _read_children: ClassVar[staticmethod[[Any], tuple[Any, ...]]] = staticmethod(lambda node: ())
 
     @fact

@@ -50,6 +50,8 @@ class LogicalPlan(TreeNode):
 
     __slots__ = ()
     _expr_fields: ClassVar[tuple[tuple[str, Shape], ...]] = ()
+    _read_expressions: ClassVar[staticmethod[[Any], tuple[Any, ...]]] = staticmethod(
+        lambda node: ())
     _args: ClassVar[tuple[tuple[str, Kind], ...]] = ()
 
     # -- facts the analyses read (declared on each class; all False here) ------------------
@@ -96,8 +98,7 @@ class LogicalPlan(TreeNode):
     @fact
     def expressions(self) -> tuple[Expression, ...]:
         """Every top-level expression of this node, in constructor order (as Catalyst)."""
-        return tuple(e for name, shape in self._expr_fields
-                     for e in shape.flatten(getattr(self, name)))
+        return self._read_expressions(self)
 
     @fact
     def references(self) -> frozenset:
