@@ -4,10 +4,10 @@ the built-in rules' speed that this machine's noise does not reach.
 Wall time here moves by 5-10% between runs of the same code (other tenants, a shared
 host), more than most changes to the rules gain. The instructions valgrind's cachegrind
 counts hardly move: with ``PYTHONHASHSEED`` fixed, the same checkout gives counts within
-0.02% of each other, the same code in another directory within 0.3% (the paths' strings
-change the dictionaries' layout), so a difference below about 0.5% means nothing. They are not time (a cache miss costs more than an add), so confirm a
-large change with ``optimizer_cost.py``; for "did this make the rules do less work", they
-settle it in one run.
+0.02% of each other, the same code in another directory within 0.3%, so a difference
+below about 0.5% means nothing. They are not time (a cache miss costs more than an add),
+so confirm a large change with ``optimizer_cost.py``; for "did this make the rules do less
+work", they settle it in one run.
 
 For each checkout (a directory holding a ``sparkext`` package) and each recorded file, the
 script runs Python under ``valgrind --tool=cachegrind --cache-sim=no`` twice: answering
