@@ -204,6 +204,12 @@ class RuleBridge:
         because = {name: s.reasons for name, s in result.stats.items() if s.reasons}
         if because:
             answer["because"] = because
+        if result.facts:
+            # what the ordering rules relied on, for a test suite to check on the rows
+            # (SPARKEXT_CHECK_ORDER_FACTS=1; docs/wire-format.md, "Answers")
+            answer["facts"] = [{"rule": rule, "sort": enc.node(f.sort),
+                                "kept": None if f.kept is None else list(f.kept)}
+                               for rule, f in result.facts]
         if trace:
             # each change's plan, for Catalyst's plan change log (the plan before a step is
             # the previous step's, or the request's)

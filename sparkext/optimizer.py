@@ -198,6 +198,42 @@ def because(reason: str) -> None:
         reasons.append(str(reason))
 
 
+#: The environment variable that makes rules record the facts about rows they rely on to
+#: remove a sort or drop sort keys (:class:`OrderFact`), which then travel to the JVM with
+#: the answer, for a test suite to check on the rows (sparkext's own suite and fuzzer set
+#: it; docs/design.md, "Checking what the analyses conclude").
+CHECK_FACTS_ENV = "SPARKEXT_CHECK_ORDER_FACTS"
+
+
+@dataclass(frozen=True)
+class OrderFact:
+    """What a rule relied on to remove ``sort`` or drop some of its keys, stated so that
+    it can be checked on the rows of ``sort.child``:
+
+    - ``kept is None``: the rows already come in ``sort``'s order (within each partition,
+      for a local sort);
+    - otherwise a key not in ``kept`` (indices into ``sort.order``) never decides: rows
+      that tie on the kept keys before it tie on it too (``kept == ()``: every key has one
+      value)."""
+
+    sort: LogicalPlan
+    kept: tuple[int, ...] | None = None
+
+
+#: The facts recorded by the rule application running in this context (None when nobody
+#: checks them: outside a rule, or without ``SPARKEXT_CHECK_ORDER_FACTS=1``).
+_facts: contextvars.ContextVar[list[OrderFact] | None] = contextvars.ContextVar(
+    "sparkext_facts", default=None)
+
+
+def relies_on(fact: OrderFact) -> None:
+    """Records a fact about rows the running rule relies on (kept only when the rule's
+    result differs from its input). Free when facts are not being checked."""
+    facts = _facts.get()
+    if facts is not None:
+        facts.append(fact)
+
+
 @dataclass(frozen=True)
 class Step:
     """One rule application that changed the plan (for traces and ``explain``)."""
@@ -236,6 +272,8 @@ class Result:
     unconverged: list[str] = field(default_factory=list)
     #: per rule that ran, in first-run order
     stats: dict[str, RuleStats] = field(default_factory=dict)
+    #: (rule, fact) for every fact an effective rule application relied on, when checked
+    facts: list[tuple[str, OrderFact]] = field(default_factory=list)
 
 
 def _signature(plan: LogicalPlan) -> list:
@@ -255,10 +293,14 @@ class RuleExecutor:
     idempotent rule again on each plan it changes, and a subsumed rule on the result of the
     batch that skipped it; a rule that changes that plan fails with :class:`RuleError`."""
 
-    def __init__(self, batches: Iterable[Batch], *, check_claims: bool | None = None):
+    def __init__(self, batches: Iterable[Batch], *, check_claims: bool | None = None,
+                 record_facts: bool | None = None):
         self.batches = tuple(batches)
         self.check_claims = (os.environ.get(CHECK_CLAIMS_ENV) == "1"
                              if check_claims is None else check_claims)
+        #: collect the :class:`OrderFact` s rules rely on (``SPARKEXT_CHECK_ORDER_FACTS=1``)
+        self.record_facts = (os.environ.get(CHECK_FACTS_ENV) == "1"
+                             if record_facts is None else record_facts)
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -307,7 +349,7 @@ class RuleExecutor:
                         continue  # nothing it can change (pattern bits, as on the JVM)
                     if on_rule is not None:
                         on_rule(r.name)
-                    self._apply(batch, r, result, trace)
+                    self._apply(batch, r, result, trace, self.record_facts)
                     if result.plan is before:
                         left_alone[r.name] = before
                     elif r.idempotent:
@@ -327,12 +369,14 @@ class RuleExecutor:
         return result
 
     @staticmethod
-    def _apply(batch: Batch, r: Rule, result: Result, trace: bool) -> None:
+    def _apply(batch: Batch, r: Rule, result: Result, trace: bool, record_facts: bool) -> None:
         plan = result.plan
         stats = result.stats.setdefault(r.name, RuleStats())
         stats.invocations += 1
         reasons: list[str] = []
+        facts: list[OrderFact] | None = [] if record_facts else None
         token = _reasons.set(reasons)
+        facts_token = _facts.set(facts)
         start = time.perf_counter_ns()
         try:
             new = r(plan)
@@ -344,6 +388,7 @@ class RuleExecutor:
             elapsed = time.perf_counter_ns() - start
             stats.nanos += elapsed
             _reasons.reset(token)
+            _facts.reset(facts_token)
         if new is plan:
             return
         if not isinstance(new, LogicalPlan):
@@ -353,6 +398,8 @@ class RuleExecutor:
                                     f"{list(plan.output)} to {list(new.output)}")
         stats.effective += 1
         stats.reasons.extend(reasons)
+        if facts:
+            result.facts.extend((r.name, f) for f in facts)
         if r.name not in result.changed_by:
             result.changed_by.append(r.name)
         if trace:

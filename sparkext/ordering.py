@@ -248,6 +248,51 @@ class EquivalenceProperties:
     def add_not_null(self, e: Expression) -> None:
         self.not_null.add(self._find(self._remember(e)))
 
+    def restricted_to(self, ids: frozenset) -> EquivalenceProperties:
+        """What these properties say of expressions over ``ids`` alone (a node's output).
+
+        Facts about other expressions (the columns a Project below computed from, which
+        it no longer outputs) are kept by the nodes above while nothing else can name
+        those columns. A join is where something else can: its other side may produce
+        the very same attribute ids (a recursive CTE read twice, ``UnionLoopRef``; a
+        self-join Spark did not re-instance), and there an id names two different rows'
+        values. So each side's facts are restricted to its own output, which a resolved
+        join keeps apart from the other side's, before the join uses them. Each group
+        keeps its members over ``ids`` (a constant, or a not-NULL, group stays so through
+        any of them); an ordering keeps its keys up to the first with no such member."""
+        kept: dict = {}  # group root -> members over ids, first seen first
+        for k, e in self._exprs.items():
+            if e.references <= ids:
+                kept.setdefault(self._find(k), []).append(e)
+        if len(self._exprs) == sum(map(len, kept.values())) and all(
+                k.expr.references <= ids for o in self.orderings for k in o.keys):
+            return self  # (unique keys are over the output already: uniqueness.py)
+        out = EquivalenceProperties()
+        for root, (first, *others) in kept.items():
+            out._remember(first)
+            for other in others:
+                out.add_equivalence(first, other)
+            c = self.constants.get(root)
+            if c is not None:
+                out.add_constant(first, c.is_null, c.exact)
+            if root in self.not_null:
+                out.add_not_null(first)
+        for o in self.orderings:
+            keys = []
+            for key in o.keys:
+                members = kept.get(self._find(key.expr.semantic_key()), ())
+                if key.expr.references <= ids:
+                    keys.append(key)
+                elif members:
+                    keys.append(SortKey(members[0], key.descending, key.nulls_first))
+                else:
+                    break
+            if keys:
+                out.orderings.append(Ordering(tuple(keys), o.is_global))
+        out.unique_keys = tuple(k for k in self.unique_keys
+                                if all(m.references <= ids for m in k))
+        return out
+
     # -- questions ----------------------------------------------------------------------
 
     def group(self, e: Expression) -> list[Expression]:
@@ -708,11 +753,15 @@ def windows_pruned(plan: LogicalPlan) -> int:
 def _join(left, right, jt, cond) -> EquivalenceProperties:
     # Which sides' equivalences and constants hold on the output (joins.JoinFacts).
     from_left, from_right, from_condition = jt.facts.equivalences_from
-    if not (from_left or from_right):
-        return EquivalenceProperties()
-    p = properties(left).copy() if from_left else properties(right).copy()
-    if from_left and from_right:
-        _merge(p, properties(right))
+    if not (from_left or from_right) or not left.output_ids.isdisjoint(right.output_ids):
+        return EquivalenceProperties()  # (sides sharing an output id: not a resolved join)
+    # Each side speaks of its own output only: below it, ids may repeat the other side's
+    # (EquivalenceProperties.restricted_to).
+    sides = [properties(s).restricted_to(s.output_ids) for s, used in
+             ((left, from_left), (right, from_right)) if used]
+    p = sides[0].copy()
+    if len(sides) == 2:
+        _merge(p, sides[1])
     if from_condition:
         for c in split_conjuncts(cond):
             _learn(p, c)

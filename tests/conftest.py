@@ -4,6 +4,7 @@ plugin), the corpus tables, TPC-H data, and helpers to run rules through the bri
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,34 @@ from pathlib import Path
 import pytest
 
 from sparkext import codec
+from sparkext.optimizer import CHECK_FACTS_ENV
+from sparkext.testing.session import check_order_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
 TPCH_SCALE = "0.01"
 TPCH_TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
+
+
+def pytest_configure(config):
+    # Before any session exists: each registration's executors read it. The facts are
+    # checked after each test (order_facts_hold).
+    os.environ.setdefault(CHECK_FACTS_ENV, "1")
+
+
+@pytest.fixture(autouse=True)
+def order_facts_hold(request):
+    """After every test that ran Spark, each fact the ordering rules relied on to remove a
+    sort or drop a sort key is checked on the rows of that sort's input
+    (``sparkext.testing.session.check_order_facts``): a wrong analysis fails here even
+    where the query's rows came out in order by luck."""
+    yield
+    callspec = getattr(request.node, "callspec", None)
+    if "spark" not in request.fixturenames or "spark" in getattr(callspec, "params", {}):
+        return  # no session (or a test's parameter named "spark": tests/test_jars.py)
+    failures = check_order_facts(request.getfixturevalue("spark"))
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
 
 
 def pytest_addoption(parser):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from sparkext import catalyst_names as names
 from sparkext.expressions import OpaqueExpression
+from sparkext.optimizer import OrderFact, relies_on
 from sparkext.ordering import properties, windows_pruned
 from sparkext.plan import (
     Aggregate,
@@ -73,10 +74,12 @@ def _down(node: LogicalPlan, under_limit: bool, over_windows: bool) -> LogicalPl
             if over_windows or not child.contains_any((Window,)):
                 props = properties(child)
                 if all(props.constant(o.child) is not None for o in order):
+                    relies_on(OrderFact(node, ()))
                     return down(child, under_limit)
                 # (Under a limit no order from below counts: the JVM's "ordering" pre-check
                 # relies on it, Prechecks.scala `loneSort`.)
                 if not under_limit and props.ordering_satisfy(order, require_global=is_global):
+                    relies_on(OrderFact(node))
                     return down(child, under_limit)
             new_child = down(_remove_overridden(child, is_global), False)
             return node if new_child is child else node.copy(child=new_child)

@@ -24,7 +24,7 @@ read (the JVM's "ordering" pre-check relies on it for a Sort under a limit).
 
 from __future__ import annotations
 
-from sparkext.expressions import SortOrder
+from sparkext.optimizer import OrderFact, relies_on
 from sparkext.ordering import properties, windows_pruned
 from sparkext.plan import LogicalPlan, Sort
 
@@ -48,14 +48,15 @@ def _simplify(node: LogicalPlan) -> LogicalPlan:
             # What is known of the rows compared at each key: constants so far, and the
             # keys already kept (ordering.EquivalenceProperties.tie).
             ties = properties(child).copy()
-            kept: list[SortOrder] = []
-            for o in order:
+            kept: list[int] = []
+            for i, o in enumerate(order):
                 if ties.one_row_per_tie() or ties.constant(o.child) is not None:
                     continue
-                kept.append(o)
+                kept.append(i)
                 ties.tie(o.child)
             if len(kept) == len(order) or not kept:
                 return node
-            return node.copy(order=tuple(kept))
+            relies_on(OrderFact(node, tuple(kept)))
+            return node.copy(order=tuple(order[i] for i in kept))
         case _:
             return node

@@ -39,3 +39,17 @@ def local_session(extra_conf: dict | None = None):
     spark = sparkext.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def check_order_facts(spark) -> list[str]:
+    """Checks on the rows, then forgets, every fact sparkext's ordering rules relied on to
+    remove a sort or drop sort keys since the last check (recorded only with
+    ``SPARKEXT_CHECK_ORDER_FACTS=1`` set before the session's rules were enabled): each
+    sort's input runs again, with sparkext off, and must be in the order the rule took it
+    to be in. Returns one line per fact the rows contradict (empty: all hold)."""
+    previous = spark.conf.get("spark.sparkext.enabled", "true")
+    spark.conf.set("spark.sparkext.enabled", "false")
+    try:
+        return list(spark._jvm.io.sparkext.OrderFacts.check(spark._jsparkSession))
+    finally:
+        spark.conf.set("spark.sparkext.enabled", previous)

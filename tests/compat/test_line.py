@@ -7,7 +7,10 @@ inside a real session of each line's Spark, with that line's jar.
 - the built-in rules standing in for Catalyst's (Catalyst's excluded) give plain rows;
 - a sort over cached sorted data is removed, with the same rows in the same order;
 - a rule that raises leaves the query to plain Spark, with one warning and one count;
-- a plan snapshot goes to this line's own golden file.
+- a plan snapshot goes to this line's own golden file;
+- one attribute id produced in two places (issue 33: recursive CTEs from 4.1 on, a
+  decorrelated lateral subquery, a non-inlined CTE) keeps plain Spark's order, and the
+  plans Spark makes that the JVM once rejected are accepted.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from sparkext.testing.plans import (
     golden_file,
 )
 from sparkext.testing.rules import rebuild_everything
-from tests import test_roundtrip
+from tests import test_roundtrip, test_shared_ids
 from tests.compat.conftest import CASES, PLAIN
 from tests.conftest import conf, jvm_nodes, rules_enabled
 from tests.rows import assert_same_rows, collect
@@ -124,3 +127,18 @@ def test_a_plan_snapshot_is_kept_for_this_line(spark, tmp_path):
                    else tmp_path / "plans" / f"spark{line}" / "q.txt")
     assert_plan_snapshot(df, "q", directory=tmp_path, update=False, stats=stats)
     assert stats.checked == 1 and not stats.failed
+
+
+@pytest.fixture(scope="module")
+def tree(spark):
+    return test_shared_ids.register_tree(spark)
+
+
+@pytest.mark.parametrize("name", list(test_shared_ids.SHAPES))
+def test_one_id_produced_twice_keeps_plain_sparks_order(tree, name):
+    test_shared_ids.check_shape(tree, name)
+
+
+@pytest.mark.parametrize("name", list(test_shared_ids.REJECTED_BEFORE))
+def test_a_rewrite_of_a_plan_shape_spark_makes_is_accepted(tree, name):
+    test_shared_ids.check_accepted(tree, name)

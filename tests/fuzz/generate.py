@@ -7,6 +7,8 @@ with ON conditions over both sides and WHERE filters over both sides after it; a
 with and without keys; windows; DISTINCT; set operations; explode/posexplode (outer or
 not); sorts in every direction and NULL placement; LIMIT/OFFSET after a total sort;
 subqueries (IN, NOT IN, EXISTS, NOT EXISTS, scalar, under OR) through ``spark.sql``;
+a DataFrame joined with itself and a recursive CTE read twice and joined, each ordered
+over both sides (where one attribute id names two sides' values, issue 33);
 ``rand(seed)`` and ``sample(seed)``; ANSI-raising expressions (division by zero, invalid
 casts, overflow) after the filter that guards them, and in a column that is computed and
 then dropped (Spark prunes it, so it must never run).
@@ -28,8 +30,8 @@ import random
 from dataclasses import dataclass
 
 from tests.fuzz.pipeline import (
-    Aggregate, And, Atom, Case, Distinct, Explode, Filter, Join, Limit, Not, Or, Select,
-    SetOp, Sort, Source, SqlWhere, WithColumn,
+    Aggregate, And, Atom, Case, Distinct, Explode, Filter, Join, Limit, Not, Or,
+    RecursiveJoin, Select, SelfJoin, SetOp, Sort, Source, SqlWhere, WithColumn,
 )
 from tests.fuzz.tables import COLUMNS, KINDS, Table
 
@@ -448,6 +450,72 @@ class Generator:
             step = Filter(step, op(self.atom(cols), self.atom(rcols)))
         return step, out
 
+    def both_sides_sort(self, step, left: list[Col], right: list[Col]):
+        """A sort whose keys come from both sides of a join of one input with itself: the
+        ordering analysis must not take a column of one side for the other's."""
+        keys = [c for c in left + right if c.kind != "array"]
+        chosen = [self.rng.choice([c for c in left if c.kind != "array"] or left),
+                  self.rng.choice([c for c in right if c.kind != "array"] or right)]
+        chosen += self.rng.sample(keys, self.rng.randint(0, min(2, len(keys))))
+        self.rng.shuffle(chosen)
+        unique = list(dict.fromkeys(c.name for c in chosen))
+        return Sort(step, tuple((c, self.chance(0.5), self.chance(0.5)) for c in unique))
+
+    def self_join(self, step, cols):
+        """The same DataFrame joined with itself (issue 33), then ordered over both
+        sides."""
+        self.joins += 1
+        names = tuple(self.fresh("sj") for _ in cols)
+        rcols = [Col(n, c.kind, c.values, c.digits) for n, c in zip(names, cols)]
+        # An input joined with itself multiplies its rows: pair a wide column with its own
+        # copy (a row meets a few others), or bound both sides hard.
+        wide = [(lc, rc) for lc, rc in zip(cols, rcols) if lc.kind == "int" and len(lc.values) > 12]
+        how = self.pick({"inner": 3, "left_outer": 1.5, "cross": 0.5})
+        on = None
+        if how != "cross" and wide:
+            lc, rc = self.rng.choice(wide)
+            on = Atom(f"{lc.name} {self.rng.choice(('=', '<=>'))} {rc.name}")
+            if self.chance(0.4):
+                on = And(on, self.atom(rcols))
+        else:
+            how = "cross"
+        step = SelfJoin(step, names, how, on)
+        if how == "cross":
+            step = Filter(step, And(Atom(f"{self.high_row(cols)}"), Atom(f"{self.high_row(rcols)}")))
+        out = cols + rcols
+        return self.both_sides_sort(step, cols, rcols), out
+
+    def high_row(self, cols: list[Col]) -> str:
+        """A predicate few rows pass (a wide column in the top tenth of its values), or
+        ``false`` when there is no wide column."""
+        wide = [c for c in cols if c.kind == "int" and len(c.values) > 12]
+        if not wide:
+            return "false"
+        c = self.rng.choice(wide)
+        return f"{c.name} > {literal(self.high(c.values))}"
+
+    def recursive_join(self, step, cols):
+        """A recursive CTE over the input, read twice and joined, ordered over both reads
+        (issue 33: both reads output the same attribute ids)."""
+        self.joins += 1
+        # The value is a wide column (a row meets few others on it); a cross join reads
+        # only the rows of a value in the top tenth.
+        values = [c for c in cols if c.kind == "int" and len(c.values) > 12]
+        if not values:
+            return self.filter(step, cols)
+        v = self.rng.choice(values)
+        p = self.fresh("rc")
+        how, on = self.pick({"INNER": 3, "LEFT": 1.5, "CROSS": 0.5}), ""
+        if how != "CROSS":
+            on = self.rng.choice(("a.v = b.v", "a.v = b.v AND a.n < b.n", "a.n = b.n + 1 AND a.v = b.v",
+                                  "a.v <=> b.v AND a.n = b.n"))
+        else:
+            step = Filter(step, Atom(f"{v.name} > {literal(self.high(v.values))}"))
+        step = RecursiveJoin(step, v.name, self.rng.choice((1, 2)), how, on, p)
+        left = [Col(f"{p}_an", "int", (0, 1, 2)), Col(f"{p}_av", "int", v.values)]
+        right = [Col(f"{p}_bn", "int", (0, 1, 2)), Col(f"{p}_bv", "int", v.values)]
+        return self.both_sides_sort(step, left, right), left + right
+
     def set_op(self, step, cols):
         op = self.pick({"union": 3, "intersect": 1, "intersectAll": 1, "subtract": 1,
                         "exceptAll": 1})
@@ -513,15 +581,19 @@ class Generator:
 
     STEPS = {"filter": 3.5, "select": 1.5, "with_column": 1, "aggregate": 1.3, "window": 1.3,
              "distinct": 0.4, "sort": 0.8, "limit": 1, "explode": 0.8, "subquery": 1.5,
-             "join": 3, "set_op": 1, "guarded": 1.5}
+             "join": 3, "self_join": 0.8, "recursive_join": 0.6, "set_op": 1, "guarded": 1.5}
 
     def step(self, step, cols, allow=None):
         weights = {k: w for k, w in self.STEPS.items() if allow is None or k in allow}
+        if self.joins:
+            # An input joined with itself after another join squares that join's rows.
+            weights.pop("self_join", None)
+            weights.pop("recursive_join", None)
         if not any(c.kind == "array" for c in cols):
             weights.pop("explode", None)
         if self.joins >= 2:
-            weights.pop("join", None)
-            weights.pop("set_op", None)
+            for k in ("join", "self_join", "recursive_join", "set_op"):
+                weights.pop(k, None)
         return getattr(self, self.pick(weights))(step, cols)
 
     def branch(self, allow_steps=("filter", "select", "aggregate", "distinct", "with_column")):

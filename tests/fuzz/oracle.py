@@ -20,7 +20,8 @@ The oracle, against ``plain``:
     or a min outputs is not determined);
   * the sequence of the columns a sort determines (``determined_order``);
   * an error where ``plain`` returns rows is a failure, and so is any rejected rewrite,
-    Python error or timeout in the bridge's metrics; ``plain`` raising where a sparkext
+    Python error or timeout in the bridge's metrics, and any fact the ordering rules relied
+    on that the rows of its sort's input contradict (``SPARKEXT_CHECK_ORDER_FACTS=1``); ``plain`` raising where a sparkext
     mode does not is recorded, not failed (a rewrite may remove an error Spark has).
 """
 
@@ -65,6 +66,8 @@ class Outcome:
     columns: tuple = ()
     metrics: dict | None = None
     shared: bool = False  # the rows of an identical plan another mode ran (``run``)
+    #: the facts the ordering rules relied on in this mode that the rows contradict
+    facts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ def run(spark, build, mode: str, executed: dict | None = None) -> Outcome:
     same rows, so a second run would test Spark's determinism, not a rewrite. ``None``:
     always run, with generated code (a full case)."""
     import sparkext
+    from sparkext.testing.session import check_order_facts
 
     set_mode(spark, mode, interpreted=executed is not None)
     if mode != "plain":
@@ -111,13 +115,16 @@ def run(spark, build, mode: str, executed: dict | None = None) -> Outcome:
             ran = executed.get(key)
             if ran is not None and ran[0].sameResult(plan):
                 metrics = sparkext.metrics(spark) if mode != "plain" else None
-                return Outcome(ran[1].rows, ran[1].error, columns, metrics, shared=True)
+                return Outcome(ran[1].rows, ran[1].error, columns, metrics, shared=True,
+                               facts=tuple(check_order_facts(spark)))
         rows = df.collect()
     except Exception as e:  # noqa: BLE001 - any error is an outcome to compare
         rows, columns = None, ()
         error = describe(e)
     metrics = sparkext.metrics(spark) if mode != "plain" else None
-    outcome = Outcome(rows, error, columns, metrics)
+    # What the ordering rules relied on, checked on the rows of each sort's input: a wrong
+    # fact fails even where the query's rows came out in order by luck (issue 33).
+    outcome = Outcome(rows, error, columns, metrics, facts=tuple(check_order_facts(spark)))
     if key is not None:
         executed[key] = (plan, outcome)
     return outcome
@@ -183,6 +190,7 @@ def judge(order: tuple, outcomes: dict[str, Outcome]) -> list[Finding]:
         bad = {k: m.get(k, 0) for k in ("rejected", "python_errors", "timeouts") if m.get(k, 0)}
         if bad:
             found.append(Finding("rejected", mode, f"metrics {bad}"))
+        found.extend(Finding("fact", mode, f) for f in out.facts)
         if base.error is not None:
             if out.error is None:
                 found.append(Finding("plain_error", mode, base.error))

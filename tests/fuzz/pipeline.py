@@ -254,6 +254,52 @@ class Join:
 
 
 @dataclass(frozen=True)
+class SelfJoin:
+    """The very same DataFrame on both sides: ``d.join(d.toDF(*names), on, how)``, the
+    right side's columns renamed (``names``, in ``d``'s column order)."""
+    child: "Step"
+    names: tuple
+    how: str
+    on: Pred | None
+
+    @property
+    def children(self):
+        return (self.child,)
+
+    def code(self, inputs) -> str:
+        right = f"{inputs[0]}.toDF({', '.join(repr(n) for n in self.names)})"
+        if self.on is None:
+            return f"{inputs[0]}.crossJoin({right})"
+        return f"{inputs[0]}.join({right}, F.expr({self.on.render()!r}), {self.how!r})"
+
+
+@dataclass(frozen=True)
+class RecursiveJoin:
+    """A recursive CTE over the input, read twice and joined (Spark 4.1+): ``r(n, v)``
+    starts at the input's ``value`` column with ``n = 0`` and adds ``n + 1`` up to
+    ``depth``; the output is ``{prefix}_an, {prefix}_av, {prefix}_bn, {prefix}_bv``. Both
+    reads of ``r`` output the same attribute ids (issue 33)."""
+    child: "Step"
+    value: str
+    depth: int
+    how: str   # INNER, LEFT, CROSS
+    on: str    # SQL over a.n, a.v, b.n, b.v ("" for CROSS)
+    prefix: str
+
+    @property
+    def children(self):
+        return (self.child,)
+
+    def code(self, inputs) -> str:
+        p = self.prefix
+        text = (f"WITH RECURSIVE r(n, v) AS (SELECT 0, {self.value} FROM {{d}} UNION ALL "
+                f"SELECT n + 1, v FROM r WHERE n < {self.depth}) "
+                f"SELECT a.n AS {p}_an, a.v AS {p}_av, b.n AS {p}_bn, b.v AS {p}_bv "
+                f"FROM r a {self.how} JOIN r b" + (f" ON {self.on}" if self.on else ""))
+        return f"spark.sql({text!r}, d={inputs[0]})"
+
+
+@dataclass(frozen=True)
 class SetOp:
     left: "Step"
     right: "Step"
@@ -268,7 +314,7 @@ class SetOp:
 
 
 Step = Union[Source, Filter, Select, WithColumn, Aggregate, Distinct, Sort, Limit, Explode,
-             SqlWhere, Join, SetOp]
+             SqlWhere, Join, SelfJoin, RecursiveJoin, SetOp]
 
 
 @dataclass(frozen=True)

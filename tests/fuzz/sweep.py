@@ -122,11 +122,12 @@ def main(argv=None) -> int:
         return summarize(args.summarize)
 
     import sparkext
-    from sparkext.optimizer import CHECK_CLAIMS_ENV
+    from sparkext.optimizer import CHECK_CLAIMS_ENV, CHECK_FACTS_ENV
     from sparkext.testing.session import local_session
     from tests.fuzz.tables import register
 
     os.environ.setdefault(CHECK_CLAIMS_ENV, "1")  # rules' claims checked, as under pytest
+    os.environ.setdefault(CHECK_FACTS_ENV, "1")  # and the facts the ordering rules rely on
 
     out = open(args.out, "a") if args.out else None
 

@@ -330,6 +330,7 @@ private[sparkext] final class BridgeCall(
     val rebuilt = try {
       val types = PlanRebuilder.types(doc.get("types"))
       if (trace) logSteps(plan, doc.get("trace"), enc.call, types)
+      OrderFacts.record(doc.get("facts"), new PlanRebuilder(reg.spec, enc.call, types).plan)
       new PlanRebuilder(reg.spec, enc.call, types).plan(doc.get("plan"))
     } catch {
       case NonFatal(e) => fail(plan, m.rejected, s"the plan returned by $by cannot be built: ${e.getMessage}",

@@ -2,7 +2,9 @@ package io.sparkext.shims
 
 import com.fasterxml.jackson.core.JsonFactoryBuilder
 
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.MultiInstanceRelation
 import org.apache.spark.sql.catalyst.catalog.SessionCatalog
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NullIntolerant, SubqueryExpression}
@@ -27,6 +29,11 @@ private[sparkext] object SparkShim {
   def optimizer(session: SparkSession): Optimizer = session.sessionState.optimizer
   def sqlParser(session: SparkSession): ParserInterface = session.sessionState.sqlParser
   def catalog(session: SparkSession): SessionCatalog = session.sessionState.catalog
+  /** Spark 3.5 groups by no map. */
+  val groupsMaps: Boolean = false
+  /** The rows `plan` gives, run (analyzed, optimized, planned) in `session`. */
+  def toRdd(session: SparkSession, plan: LogicalPlan): RDD[InternalRow] =
+    session.sessionState.executePlan(plan).toRdd
 
   /**
    * 3.5's validateOptimizedPlan(prev, cur) checks resolution, expression-id uniqueness and

@@ -2,7 +2,9 @@ package io.sparkext.shims
 
 import com.fasterxml.jackson.core.{JsonFactoryBuilder, StreamWriteConstraints}
 
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.SessionCatalog
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.Optimizer
@@ -31,6 +33,11 @@ private[sparkext] object SparkShim {
   def optimizer(session: SparkSession): Optimizer = state(session).optimizer
   def sqlParser(session: SparkSession): ParserInterface = state(session).sqlParser
   def catalog(session: SparkSession): SessionCatalog = state(session).catalog
+  /** Spark 4.0 groups by maps, which its optimizer normalises (`MapSort`). */
+  val groupsMaps: Boolean = true
+  /** The rows `plan` gives, run (analyzed, optimized, planned) in `session`. */
+  def toRdd(session: SparkSession, plan: LogicalPlan): RDD[InternalRow] =
+    state(session).executePlan(plan).toRdd
 
   /**
    * Catalyst's integrity checks of a rewrite. validateOptimizedPlan leaves the last two to
