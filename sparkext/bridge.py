@@ -247,7 +247,7 @@ def registration(batches: Iterable[Batch], channel, spark_version: str | None = 
         "channel": channel.address(channel.add(bridge)),
         "rules": [{"name": r.name, "position": r.position, "patterns": list(r.patterns),
                    "only_when_catalyst_excludes": list(r.only_when_catalyst_excludes),
-                   "jvm_precheck": r.jvm_precheck}
+                   "jvm_precheck": r.jvm_precheck, "needs": list(r.needs)}
                   for r in rules],
         # the constructors of the running Spark's line (None: the newest line)
         "mirror": mirror_spec(spark_version),

@@ -1167,6 +1167,9 @@ class OpaqueExpression(Expression):
     #: What the expression is apart from its children, as a number the JVM gave every
     #: semantically equal shell in one plan (None: unknown, compared by handle).
     shell: int | None = arg("-", default=None)
+    #: An ``AggregateExpression`` over distinct values (``count(DISTINCT x)``); its shell
+    #: tells the two apart too, this says which
+    distinct: bool = arg("-", default=False)
 
     @property
     def is_subquery(self) -> bool:

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import overload
 
+from sparkext.facts import NEEDS
 from sparkext.plan import LogicalPlan
 
 #: Where the JVM runs a rule: once per query (``injectPreCBORule``), or inside Catalyst's
@@ -52,7 +53,9 @@ POSITIONS = (ONCE_PER_QUERY, FIXED_POINT)
 #: ``Prechecks.scala``). ``"ordering"``: sparkext's sort rules, which change a plan only
 #: through an order its input already has, constants or unique keys (the shape it proves
 #: unchangeable: sparkext/rules/__init__.py, docs/performance.md "Fifth round").
-JVM_PRECHECKS = ("ordering",)
+#: ``"top_k_scan"``, ``"global_aggregate_scan"``: a limit over a sorted scan, an aggregate
+#: without grouping over a scan (the statistics rules; no files are listed for other plans).
+JVM_PRECHECKS = ("ordering", "top_k_scan", "global_aggregate_scan")
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,12 @@ class Rule:
     #: is active, they are not run (each would only confirm it). Checked under
     #: ``SPARKEXT_CHECK_RULE_CLAIMS=1``.
     subsumes: tuple[str, ...] = ()
+    #: The facts about the data the rule reads (:data:`sparkext.facts.NEEDS`): with
+    #: ``"relation"`` every relation of the plans it may match carries
+    #: :attr:`Relation.facts <sparkext.plan.Relation.facts>`; with ``"files"`` those facts
+    #: include the files the scan reads and their statistics. Rules that need nothing
+    #: cost nothing: their plans are encoded without facts.
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
@@ -92,6 +101,12 @@ class Rule:
         if self.jvm_precheck is not None and self.jvm_precheck not in JVM_PRECHECKS:
             raise ValueError(f"rule {self.name!r}: jvm_precheck must be one of "
                              f"{JVM_PRECHECKS} or None, not {self.jvm_precheck!r}")
+        unknown = [n for n in self.needs if n not in NEEDS]
+        if unknown:
+            raise ValueError(f"rule {self.name!r}: needs must name some of {NEEDS}, not "
+                             f"{unknown}")
+        if "files" in self.needs and "relation" not in self.needs:
+            object.__setattr__(self, "needs", ("relation", *self.needs))  # files are facts
         if not self.name or "," in self.name:
             raise ValueError(f"rule name {self.name!r} must be non-empty and without commas "
                              "(spark.sparkext.excludedRules is a comma-separated list)")
@@ -120,20 +135,21 @@ RuleFunction = Callable[[LogicalPlan], LogicalPlan]
 @overload
 def rule(fn: RuleFunction, *, name: str | None = None, matches: Iterable[type] = (),
          position: str = ONCE_PER_QUERY, idempotent: bool = False,
-         subsumes: Iterable[str] = ()) -> Rule: ...
+         subsumes: Iterable[str] = (), needs: Iterable[str] = ()) -> Rule: ...
 @overload
 def rule(fn: None = None, *, name: str | None = None, matches: Iterable[type] = (),
          position: str = ONCE_PER_QUERY, idempotent: bool = False,
-         subsumes: Iterable[str] = ()) -> Callable[[RuleFunction], Rule]: ...
+         subsumes: Iterable[str] = (), needs: Iterable[str] = ()
+         ) -> Callable[[RuleFunction], Rule]: ...
 def rule(fn: RuleFunction | None = None, *, name: str | None = None,
          matches: Iterable[type] = (), position: str = ONCE_PER_QUERY,
-         idempotent: bool = False, subsumes: Iterable[str] = ()
+         idempotent: bool = False, subsumes: Iterable[str] = (), needs: Iterable[str] = ()
          ) -> Rule | Callable[[RuleFunction], Rule]:
     """Decorator: turns ``plan -> plan`` into a :class:`Rule` named after the function."""
 
     def wrap(f: RuleFunction) -> Rule:
         return Rule(name or f.__name__, f, tuple(matches), position,
-                    idempotent=idempotent, subsumes=tuple(subsumes))
+                    idempotent=idempotent, subsumes=tuple(subsumes), needs=tuple(needs))
 
     return wrap(fn) if fn is not None else wrap
 

@@ -147,7 +147,7 @@ from sparkext.plan import (
 from sparkext.predicates import contains_subquery, opaque_inside, split_conjuncts
 
 __all__ = ["Constant", "EquivalenceProperties", "Ordering", "SortKey", "properties",
-           "windows_pruned"]
+           "top_k_rows", "windows_pruned"]
 
 _INTEGRAL = ("byte", "short", "integer", "long")
 #: How many functions deep a key is followed to the ordered expression it is a function of.
@@ -626,6 +626,35 @@ def _top_k_input(plan: LogicalPlan) -> LogicalPlan | None:
             return below if _is_sort_output(below) else None
         case _:
             return None
+
+
+def top_k_rows(plan: LogicalPlan) -> tuple[int, Sort] | None:
+    """For a limit over a global Sort (through one deterministic Project), the number of
+    the sort's first rows the plan reads and the Sort: ``Limit(n, Sort)`` reads ``n``,
+    ``Offset(o, Limit(n, Sort))`` reads ``n`` (and drops ``o`` of them),
+    ``Limit(n, Offset(o, LocalLimit(n + o, Sort)))`` reads ``n + o``. None for anything
+    else. Whatever Spark plans for it (a TakeOrderedAndProject or a sort and a limit), the
+    plan's rows are among those first rows of the sorted input."""
+    match plan:
+        case Opaque(children_=(GlobalLimit() as limit,)) if _offset_of(plan) is not None:
+            return top_k_rows(limit)
+        case GlobalLimit(limit_expr=outer, child=LocalLimit(limit_expr=inner, child=below)):
+            n = _int_literal(outer)
+            if n is None or n != _int_literal(inner):
+                return None
+        case GlobalLimit(limit_expr=outer, child=Opaque(
+                children_=(LocalLimit(limit_expr=inner, child=below),)) as offset):
+            n, o = _int_literal(outer), _offset_of(offset)
+            if n is None or o is None or _int_literal(inner) != n + o:
+                return None
+            n += o
+        case _:
+            return None
+    if isinstance(below, Project) and below.deterministic:
+        below = below.child
+    if isinstance(below, Sort) and below.is_global:
+        return n, below
+    return None
 
 
 def _is_sort_output(plan: LogicalPlan) -> bool:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, TypeVar
 
 from sparkext import catalyst_names as names
 from sparkext._tree import TreeNode, arg, fact, mirror
+from sparkext.facts import DataFile, RelationFacts
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -486,10 +487,65 @@ class Relation(LogicalPlan):
     ordering: tuple[SortOrder, ...] = arg("-", default=())
     #: True when ``ordering`` provably holds across partitions, not only within each
     ordering_is_global: bool = arg("-", default=False)
+    #: the facts about its data, when a rule of the call declared ``needs`` (decoded on
+    #: first read; :attr:`facts`)
+    facts_: RelationFacts | Lazy | None = field(default=None, compare=False,
+                                               metadata={"kind": "-"})
+    #: set by :meth:`reading_only`: the paths of the only files the scan reads
+    keep_files: tuple[str, ...] | None = field(default=None, metadata={"kind": "-"})
+
+    def reading_only(self, files: Iterable[DataFile]) -> Relation:
+        """This relation reading only ``files`` (some of ``facts.files``), for a rule that
+        proved the others hold no row the query can return: Spark then lists and schedules
+        nothing else. A parquet (or other file source) relation only, not Delta's,
+        Iceberg's or a Hive table's (the JVM rejects the rewrite otherwise)."""
+        paths = tuple(f.path for f in files)
+        listed = {f.path for f in self.facts.files or ()}
+        if not paths or not set(paths) <= listed:
+            raise ValueError("reading_only takes some of the relation's own listed files")
+        return dataclasses.replace(self, keep_files=paths)
+
+    @property
+    def facts(self) -> RelationFacts:
+        """What Spark's own objects say about the data under this relation
+        (:class:`sparkext.facts.RelationFacts`): table, format, location, partition
+        columns, bucketing, properties, statistics and, for ``needs=("files",)``, the
+        files the scan reads. Sent only for rules that declare ``needs``."""
+        f = self.facts_
+        if f is None:
+            raise FactsNotSent(
+                f"no facts were sent for relation {self.simple_string()}: the rule that "
+                "reads them must declare them, Rule(..., needs=('relation',)) or "
+                "needs=('files',) (sparkext.facts.NEEDS)")
+        return f.get() if isinstance(f, Lazy) else f
 
     def simple_string(self) -> str:
         label = f" {self.name}" if self.name else ""
-        return f"{self.cls}{label} [{', '.join(map(repr, self.output))}]"
+        files = "" if self.keep_files is None else f", {len(self.keep_files)} files"
+        return f"{self.cls}{label} [{', '.join(map(repr, self.output))}]{files}"
+
+
+@mirror(_L + "LocalRelation", special=True)
+class LocalRows(LogicalPlan):
+    """Rows a rule computed, held in the plan (built on the JVM as Catalyst's
+    ``LocalRelation``): ``output`` the columns (to stand in for a node, its very
+    attributes), ``rows`` tuples of values as a :class:`Literal` holds them (dates in days,
+    timestamps in microseconds, ...), one per column. Spark's own LocalRelations arrive as
+    :class:`Relation` leaves (``facts.format`` LOCAL); this one is for rules to build."""
+
+    output_: tuple[AttributeReference, ...] = arg("-")
+    rows: tuple[tuple[Any, ...], ...] = arg("-")
+
+    @fact
+    def output(self) -> tuple[AttributeReference, ...]:
+        return self.output_
+
+    def simple_string(self) -> str:
+        return f"LocalRows [{', '.join(map(repr, self.output))}], {len(self.rows)} rows"
+
+
+class FactsNotSent(LookupError):
+    """A rule read :attr:`Relation.facts` without declaring ``needs``."""
 
 
 class Lazy:

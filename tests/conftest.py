@@ -84,6 +84,15 @@ def tpch(spark):
     return {p.stem: p.read_text() for p in sorted(queries.glob("q*.sql"))}
 
 
+def without_facts(batches):
+    """``batches`` without the rules that read relation facts (``Rule.needs``): for a test
+    rule that runs rules on the plan it is given, which comes without facts."""
+    from sparkext.optimizer import Batch
+
+    return tuple(Batch(b.name, b.strategy, tuple(r for r in b.rules if not r.needs))
+                 for b in batches)
+
+
 @contextlib.contextmanager
 def rules_enabled(spark, rules=None, **kw):
     """Runs ``rules`` in the session for the duration of the block (only them, unless

@@ -138,8 +138,8 @@ def test_set_v_lists_every_key_with_its_default_and_doc(spark):
               if r["key"].startswith("spark.sparkext.")}
     assert sorted(listed) == sorted(e["key"] for e in entries(spark)) == [
         "spark.sparkext.cooldownMs", "spark.sparkext.enabled", "spark.sparkext.excludedRules",
-        "spark.sparkext.python", "spark.sparkext.rules", "spark.sparkext.strict",
-        "spark.sparkext.timeoutMs"]
+        "spark.sparkext.factsTimeoutMs", "spark.sparkext.python", "spark.sparkext.rules",
+        "spark.sparkext.strict", "spark.sparkext.timeoutMs"]
     for e in entries(spark):
         assert listed[e["key"]]["meaning"] == e["doc"] and e["doc"]
 

@@ -478,7 +478,7 @@ NECESSARY: dict[str, Case] = {
     "top-k: re-sorted by another key": case(
         lambda d: d.orderBy("v").limit(30).orderBy("k", "v"), ["k", "v"], top_k=True),
     "top-k: re-sorted by more keys than it has": case(
-        lambda d: d.orderBy("k").limit(300).orderBy("k", "v"), ["k", "v"], top_k=True),
+        lambda d: d.orderBy("k").limit(300).orderBy("k", "v"), ["k"], top_k=True),
     "limit at the threshold (no top-k)": case(
         lambda d: d.orderBy("v").limit(10).orderBy("v"), ["v"], {THRESHOLD: "10"}),
     "limit above the threshold (no top-k)": case(
@@ -587,12 +587,19 @@ def key_sequence(rows: list, keys: list[str]) -> list[tuple]:
     return [tuple(r[c] for c in keys) for r in rows]
 
 
-def check(runs: dict, keys: list[str] | None, top_k: bool) -> None:
+#: Cases whose limit cuts through rows tied on its sort key: which of those it keeps is
+#: Spark's choice, and changes with the files read (bound_top_k reads fewer), so only the
+#: sequence of keys is compared.
+TIES_AT_THE_LIMIT = {"top-k: re-sorted by more keys than it has"}
+
+
+def check(runs: dict, keys: list[str] | None, top_k: bool, same_rows: bool = True) -> None:
     for aqe in ("true", "false"):
         expected = runs[(aqe, "N")][1]
         for mode in ("S", "S-"):
             _, rows, planned_top_k = runs[(aqe, mode)]
-            assert_same_rows(expected, rows)
+            if same_rows:
+                assert_same_rows(expected, rows)
             if keys:
                 assert key_sequence(rows, keys) == key_sequence(expected, keys), (aqe, mode)
             if top_k:
@@ -621,4 +628,4 @@ def test_a_necessary_sort_stays(outcomes: dict[str, Outcome], name: str) -> None
     _, keys, _, top_k = NECESSARY[name]
     for aqe, n, s, s_minus in sort_counts(runs):
         assert n >= 1 and s == n and s_minus == n, (aqe, n, s, s_minus)
-    check(runs, keys, top_k)
+    check(runs, keys, top_k, same_rows=name not in TIES_AT_THE_LIMIT)

@@ -241,6 +241,9 @@ def check_accepted(tree, name: str) -> None:
     sql = REJECTED_BEFORE[name]
     if "map" in name and tree.version.startswith("3."):
         pytest.skip("Spark 3.5 cannot group by a map")
+    if "window" in name or "the same in" in name:
+        if tree.version.startswith("3."):
+            pytest.skip("Spark 3.5 refuses an outer column below a window in a subquery")
     with conf(tree, MODES["plain"]):
         expected = collect(tree.sql(sql))
     for mode in ("on_top", "instead"):

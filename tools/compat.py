@@ -188,10 +188,11 @@ SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed
 
 
 def run_env(env: Env, venv: Path, extra: list[str], timeout: float,
-            wheel: Path | None = None, stride: int = 1) -> dict:
+            wheel: Path | None = None, stride: int = 1, offset: int = 0) -> dict:
     py = venv / "bin" / "python"
     environ = {**os.environ, "PYSPARK_PYTHON": str(py), "PYSPARK_DRIVER_PYTHON": str(py),
                "PYTHONUNBUFFERED": "1", "SPARKEXT_COMPAT_STRIDE": str(stride),
+               "SPARKEXT_COMPAT_OFFSET": str(offset),
                **dict(env.env)}
     environ.pop("SPARK_HOME", None)
     if env.spark_home:
@@ -239,7 +240,8 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print the table and exit")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per row")
     ap.add_argument("--stride", type=int, default=1, help="run every N-th TPC-H query and "
-                    "corpus pipeline (default: every one)")
+                    "corpus pipeline, the i-th row from the (i mod N)-th on, so N rows run "
+                    "each once (default: every one on every row)")
     ap.add_argument("--wheel", type=Path, help="install this sparkext wheel into each venv "
                     "and test it instead of the tree's sparkext/")
     ap.add_argument("pytest_args", nargs="*", help="passed on to pytest (after --)")
@@ -259,12 +261,12 @@ def main(argv=None) -> int:
     start = time.monotonic()
     prepare_data()
     results = []
-    for env in rows:
+    for i, env in enumerate(rows):
         t0 = time.monotonic()
         venv = ensure_venv(env)
         setup = time.monotonic() - t0
         r = run_env(env, venv, args.pytest_args, args.timeout,
-                    args.wheel.resolve() if args.wheel else None, args.stride)
+                    args.wheel.resolve() if args.wheel else None, args.stride, i % args.stride)
         r["setup"] = setup
         results.append(r)
         c = r["counts"]

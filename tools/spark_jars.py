@@ -5,9 +5,9 @@ Each line of ``sparkext/versions.py`` compiles against its own Spark release:
 - ``pypi``: the pyspark sdist of that release (PyPI publishes pyspark as an sdist only);
   its Spark jars are under ``pyspark-X/deps/jars``. Downloaded with pip, unpacked (jars and
   bin, a SPARK_HOME-like folder) into ``<cache>/spark-X/``.
-- ``maven``: Spark 3.5 for Scala 2.13, which no pyspark carries. The 14 jars that compile
-  the shim (``MAVEN_35_213``) come from Maven Central into ``<cache>/spark-X-scala2.13-min/``,
-  each checked against Central's SHA-1.
+- ``maven``: Spark 3.5 for Scala 2.13, which no pyspark carries. The 19 jars that compile
+  the shim (``MAVEN_35_213``) come from Maven Central into
+  ``<cache>/spark-X-scala2.13-min-<hash of the set>/``, each checked against Central's SHA-1.
 
 The cache is ``$SPARKEXT_CACHE`` or ``~/.cache/sparkext``, keyed by version; an entry is
 written under a temporary name and renamed, so a half-done fetch is never used.
@@ -30,7 +30,8 @@ from pathlib import Path
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 
 #: Spark 3.5.9 for Scala 2.13: the minimal set that compiles the shim (group, artifact,
-#: version). kryo-shaded is needed only because scalac loads KryoSerializable.
+#: version). kryo-shaded is needed only because scalac loads KryoSerializable; Hadoop's
+#: client API and parquet-hadoop because the shim reads parquet footers (ParquetFooters.scala).
 MAVEN_35_213 = (
     *(("org.apache.spark", f"spark-{m}_2.13", "3.5.9")
       for m in ("catalyst", "sql", "sql-api", "core", "unsafe", "common-utils")),
@@ -39,6 +40,9 @@ MAVEN_35_213 = (
     ("com.fasterxml.jackson.core", "jackson-annotations", "2.15.2"),
     ("org.slf4j", "slf4j-api", "2.0.7"),
     ("com.esotericsoftware", "kryo-shaded", "4.0.2"),
+    ("org.apache.hadoop", "hadoop-client-api", "3.3.4"),
+    *(("org.apache.parquet", f"parquet-{m}", "1.13.1")
+      for m in ("hadoop", "column", "common", "format-structures")),
     ("org.scala-lang", "scala-library", "2.13.8"),
     ("org.scala-lang", "scala-reflect", "2.13.8"),
     ("org.scala-lang", "scala-compiler", "2.13.8"),
@@ -63,7 +67,9 @@ def jars_dir(line) -> Path:
         home = cache_root() / f"spark-{line.built_with}"
         fetch = _fetch_pyspark
     else:
-        home = cache_root() / f"spark-{line.built_with}-scala{line.scala}-min"
+        # keyed on the set as well as the version: a set that grows gets a new folder
+        key = hashlib.sha1(repr(MAVEN_35_213).encode()).hexdigest()[:8]
+        home = cache_root() / f"spark-{line.built_with}-scala{line.scala}-min-{key}"
         fetch = _fetch_maven
     if not (home / "jars").is_dir():
         if offline():

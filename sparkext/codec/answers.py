@@ -8,6 +8,8 @@ answer's own table is its list of types.
 
 from __future__ import annotations
 
+import dataclasses
+
 from sparkext import _tree
 from sparkext.codec.errors import WireError
 from sparkext.codec.literals import type_value, value_out
@@ -24,7 +26,7 @@ from sparkext.expressions import (
 )
 from sparkext.joins import ExistenceJoin, OpaqueJoinType
 from sparkext.kinds import Item, plain, special
-from sparkext.plan import AliasIdentifier, Lazy, LogicalPlan, Opaque, Relation
+from sparkext.plan import AliasIdentifier, Lazy, LocalRows, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
 
 
@@ -111,6 +113,10 @@ class AnswerEncoder:
     def full_node(self, p: LogicalPlan, h: int | None) -> dict:
         if isinstance(p, Relation):
             return self.relation(p)
+        if isinstance(p, LocalRows):
+            types = [type_value(a.data_type) for a in p.output]
+            return {"k": "LocalRelation", "out": [self.attribute(a) for a in p.output],
+                    "rows": [[value_out(v, t) for v, t in zip(row, types)] for row in p.rows]}
         if isinstance(p, Opaque):
             return self.with_handle(self.opaque_node(p), h)
         if not isinstance(p, LogicalPlan) or not hasattr(p, "_wire"):
@@ -119,9 +125,13 @@ class AnswerEncoder:
 
     def relation(self, r: Relation) -> dict:
         original = None if self.d is None else self.d.relations.get(r.handle)
+        if original is not None and r.keep_files is not None and original.keep_files is None \
+                and dataclasses.replace(r, keep_files=None) == original:
+            return {"k": "Relation", "src": r.handle, "keep": list(r.keep_files)}
         if original is None or original != r:
             raise WireError(f"a rule changed the relation {r.simple_string()}: relations cannot "
-                            "be rebuilt, only kept (put a Project above it instead)")
+                            "be rebuilt, only kept (put a Project above it instead) or made "
+                            "to read fewer files (Relation.reading_only)")
         return {"ref": r.handle}
 
     def opaque_node(self, p: Opaque) -> dict:

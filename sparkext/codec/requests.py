@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import json
 from functools import cached_property, lru_cache
+from types import MappingProxyType
 
 from sparkext import _tree
 from sparkext.codec.errors import WireError
 from sparkext.codec.literals import type_value, value_in
 from sparkext.context import CallContext
+from sparkext.facts import (
+    Bucketing,
+    ColumnStats,
+    DataFile,
+    Format,
+    RelationFacts,
+    RowGroup,
+    TableId,
+)
 from sparkext.expressions import (
     Alias,
     AttributeReference,
@@ -154,8 +164,11 @@ class Decoded:
         h = j["h"]
         obj: LogicalPlan
         if k == "Relation":
-            obj = Relation(j["cls"], self.exprs(j["out"]), h, j.get("name"),
-                           self.exprs(j["ord"]) if "ord" in j else (), j.get("glob", False))
+            out = self.exprs(j["out"])
+            raw_facts = j.get("facts")
+            obj = Relation(j["cls"], out, h, j.get("name"),
+                           self.exprs(j["ord"]) if "ord" in j else (), j.get("glob", False),
+                           None if raw_facts is None else Lazy(lambda: facts_in(raw_facts, out)))
             self.relations[h] = obj
         elif k == "Opaque":
             raw = j.get("x")
@@ -214,7 +227,8 @@ class Decoded:
                 refs = frozenset().union(*(e.references for e in self.exprs(j["r"])))
             sub_out = self.exprs(j["so"]) if "so" in j else None
             obj = OpaqueExpression(j["cls"], self.exprs(j["c"]), j["h"], j.get("d", True),
-                                   j.get("f", False), refs, sub_out, None, j.get("sh"), **meta)
+                                   j.get("f", False), refs, sub_out, None, j.get("sh"),
+                                   j.get("dist", False), **meta)
             if "r" in j:
                 self.extra[id(obj)] = {"r": j["r"]}
         else:
@@ -224,6 +238,50 @@ class Decoded:
             # (MIRRORED holds plan classes too: the JVM names an expression here)
             obj = cls(*self._args(cls, j["p"]), **meta)  # type: ignore[assignment]
         return self._keep(obj, j["h"])
+
+
+def facts_in(j: dict, output: tuple) -> RelationFacts:
+    """A relation's ``facts`` (docs/wire-format.md, "Relation facts"); columns travel as
+    positions in the relation's output, values as literals of the column's type. Decoded
+    when a rule first reads ``Relation.facts`` (only rules that need files get them)."""
+    def cols(positions) -> tuple:
+        return tuple(output[i] for i in positions)
+    tbl = j.get("tbl")
+    bkt = j.get("bkt")
+    files = j.get("files")
+    return RelationFacts(
+        format=Format.of(j.get("fmt", {"other": "?"})),
+        table=None if tbl is None else TableId(tbl[0], tuple(tbl[1]), tbl[2]),
+        location=tuple(j.get("loc", ())),
+        partition_columns=cols(j.get("part", ())),
+        bucketing=None if bkt is None else Bucketing(cols(bkt[1]), bkt[0], cols(bkt[2])),
+        properties=MappingProxyType(dict(j.get("props", {}))),
+        size_in_bytes=j.get("size"),
+        row_count=j.get("rows"),
+        files=None if files is None else tuple(_file_in(f, output, cols(j.get("part", ())))
+                                               for f in files),
+        files_unknown=j.get("nofiles") or j.get("error"),
+    )
+
+
+def _file_in(f: list, output: tuple, partition_columns: tuple) -> DataFile:
+    path, size, mtime, pvs, rows, columns, groups = f
+    return DataFile(
+        path, size, mtime,
+        MappingProxyType({a.expr_id: value_in(v, type_value(a.data_type))
+                          for a, v in zip(partition_columns, pvs)}),
+        rows, _column_stats_in(columns, output),
+        None if groups is None else tuple(RowGroup(g[0], _column_stats_in(g[1], output))
+                                          for g in groups))
+
+
+def _column_stats_in(columns: dict, output: tuple) -> MappingProxyType:
+    out = {}
+    for i, (lo, hi, nulls) in columns.items():
+        a = output[int(i)]
+        t = type_value(a.data_type)
+        out[a.expr_id] = ColumnStats(value_in(lo, t), value_in(hi, t), nulls)
+    return MappingProxyType(out)
 
 
 def join_type_in(d: Decoded, v):

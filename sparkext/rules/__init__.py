@@ -10,10 +10,11 @@ worker (:mod:`sparkext.worker`).
 3. push down the inferred filters (fixed point)
 4. prune columns (fixed point; below EXISTS/IN filters too when Catalyst's ColumnPruning is off)
 5. simplify sort keys, eliminate sorts (fixed point)
+6. answer global min, max and count from file statistics; bound top-Ks by them (once)
 
 Steps 1 to 4 duplicate Catalyst rules: each runs only while one of those is switched off
 (``Rule.only_when_catalyst_excludes``). With Catalyst's rules all on, ``enable(spark)``
-runs step 5 only.
+runs steps 5 and 6 only.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from __future__ import annotations
 from functools import partial
 
 from sparkext.optimizer import Batch, FixedPoint, Once, Rule
-from sparkext.plan import Aggregate, Filter, Generate, Join, Project, Sort
+from sparkext.plan import Aggregate, Filter, Generate, GlobalLimit, Join, Project, Sort
+from sparkext.rules.answer_from_statistics import answer_from_statistics
+from sparkext.rules.bound_top_k import bound_top_k
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.infer_filters import infer_filters
 from sparkext.rules.prune_columns import prune_columns
@@ -78,12 +81,23 @@ SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sor
 ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,),
                        jvm_precheck="ordering", idempotent=True)
 
+# The statistics rules read the files under a relation (needs=("files",)): the JVM lists
+# them and reads their parquet footers only for a plan its pre-check says they may act on
+# (a limit over a sorted scan; an aggregate without grouping over a scan), so other plans
+# cost what they did. Catalyst has neither.
+BOUND_TOP_K = Rule("bound_top_k", bound_top_k, matches=(GlobalLimit,), needs=("files",),
+                   jvm_precheck="top_k_scan", idempotent=True)
+ANSWER_FROM_STATISTICS = Rule("answer_from_statistics", answer_from_statistics,
+                              matches=(Aggregate,), needs=("files",),
+                              jvm_precheck="global_aggregate_scan", idempotent=True)
+
 BATCHES: tuple[Batch, ...] = (
     Batch("push down filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),
     Batch("infer filters", Once(), (INFER_FILTERS,)),
     Batch("push down inferred filters", FixedPoint(100), (PUSH_DOWN_FILTERS,)),
     Batch("prune columns", FixedPoint(100), (PRUNE_COLUMNS, PRUNE_SUBQUERY_INPUTS)),
     Batch("sorts", FixedPoint(100), (SIMPLIFY_SORT_KEYS, ELIMINATE_SORTS)),
+    Batch("statistics", Once(), (ANSWER_FROM_STATISTICS, BOUND_TOP_K)),
 )
 
 
@@ -92,7 +106,8 @@ def builtin_batches() -> tuple[Batch, ...]:
     (Here, not in sparkext.optimizer: the rules build on the optimizer, never the reverse.)"""
     return BATCHES
 
-__all__ = ["BATCHES", "ELIMINATE_SORTS", "INFER_FILTERS", "PRUNE_COLUMNS",
-           "PRUNE_SUBQUERY_INPUTS", "PUSH_DOWN_FILTERS", "SIMPLIFY_SORT_KEYS",
-           "builtin_batches", "eliminate_sorts", "infer_filters", "prune_columns",
-           "push_down_filters", "simplify_sort_keys"]
+__all__ = ["ANSWER_FROM_STATISTICS", "BATCHES", "BOUND_TOP_K", "ELIMINATE_SORTS",
+           "INFER_FILTERS", "PRUNE_COLUMNS", "PRUNE_SUBQUERY_INPUTS", "PUSH_DOWN_FILTERS",
+           "SIMPLIFY_SORT_KEYS", "answer_from_statistics", "bound_top_k", "builtin_batches",
+           "eliminate_sorts", "infer_filters", "prune_columns", "push_down_filters",
+           "simplify_sort_keys"]

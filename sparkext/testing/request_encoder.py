@@ -82,6 +82,8 @@ class RequestEncoder(AnswerEncoder):
             j["d"] = False
         if e.foldable_:
             j["f"] = True
+        if e.distinct:
+            j["dist"] = True
         extra = self.decoded.extra.get(id(e))
         if extra:
             j["r"] = extra["r"]

@@ -68,3 +68,186 @@ def test_iceberg_merge_and_update_work_and_keep_the_write_order(runs, mode):
 @pytest.mark.parametrize("mode", WITH_SPARKEXT)
 def test_sorted_query_over_iceberg_rewritten_with_the_same_rows(runs, mode, query):
     assert_rewritten(runs[mode], runs["plain"], query)
+
+
+# -- files and exact statistics from Iceberg's manifests (needs=("files",)) -------------------
+# In this pytest process, after the applications above have exited: one session with Iceberg
+# and sparkext (``spark`` here overrides the plugin's, for this module only).
+
+import datetime as dt  # noqa: E402
+
+from pyspark.sql import functions as F  # noqa: E402
+
+from sparkext.facts import Format, TableId  # noqa: E402
+from tests.compat.eco_app import IVY_DIR  # noqa: E402
+from tests.test_relation_facts import local, only_facts, same_value  # noqa: E402
+
+ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
+LAKE = "local.db.lake"
+FACTS_SCHEMA = "id long, d date, s string, ts timestamp, x double, n int, part int"
+#: Exact min and max from the manifests (timestamps too: microseconds, whole); strings are
+#: truncated to 16 characters by Iceberg's default metrics mode: NULL counts only.
+EXACT, COUNTED = ("id", "d", "ts", "x", "n", "part"), ("s",)
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    import sparkext
+    from sparkext.testing.session import TEST_CONF
+
+    builder = SparkSession.builder
+    settings = {**TEST_CONF, "spark.sql.extensions": ICEBERG,
+                "spark.jars.packages": ICEBERG_PACKAGE, "spark.jars.ivy": IVY_DIR,
+                "spark.sql.catalog.local": "org.apache.iceberg.spark.SparkCatalog",
+                "spark.sql.catalog.local.type": "hadoop",
+                "spark.sql.catalog.local.warehouse":
+                    str(tmp_path_factory.mktemp("iceberg-warehouse")),
+                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = sparkext.configure(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    sparkext.enable(session)
+    yield session
+    session.stop()
+
+
+def _batches():
+    """Four appends, one file per partition each: a file whose ``n`` is all NULL, NULLs in
+    every column, a NaN (no bounds for ``x`` in its file), a string over 16 characters."""
+    t = dt.datetime
+    return [
+        [(1, dt.date(2024, 1, 1), "a", t(2024, 1, 1, 3, 0, 0, 123456), 1.5, 10, 1),
+         (2, dt.date(2024, 3, 1), "bé", t(2024, 2, 1), -2.25, None, 1),
+         (3, None, None, None, None, 30, 2)],
+        [(4, dt.date(1999, 12, 31), "zz" * 30, t(1999, 1, 1, 0, 0, 0, 1), 0.0, None, 1),
+         (5, dt.date(2000, 1, 1), "x", t(2030, 1, 1), 7.0, None, 1)],
+        [(-6, dt.date(2024, 6, 6), "☃", t(2024, 6, 6), float("nan"), -7, 2),
+         (7, None, "q", None, 3.0, 8, 3)],
+        [(8, dt.date(2025, 1, 1), None, t(2025, 1, 1), 100.0, 1, 3)],
+    ]
+
+
+def _create(spark, properties: str = "") -> None:
+    spark.sql(f"DROP TABLE IF EXISTS {LAKE}")
+    spark.sql(f"CREATE TABLE {LAKE} (id bigint, d date, s string, ts timestamp, x double, "
+              f"n int, part int) USING iceberg PARTITIONED BY (part) {properties}")
+    for rows in _batches():
+        spark.createDataFrame(rows, FACTS_SCHEMA).writeTo(LAKE).append()
+
+
+def _per_file(df, columns) -> dict:
+    """Each file's rows, partition value, and per column (min, max, NULL count), as Spark
+    computes them from the file's rows (``_file``: Iceberg's metadata column)."""
+    aggs = [F.count(F.lit(1)).alias("rows"), F.first("part").alias("part_value")]
+    for c in columns:
+        aggs += [F.min(c).alias(f"{c}_min"), F.max(c).alias(f"{c}_max"),
+                 F.count(F.when(F.col(c).isNull(), 1)).alias(f"{c}_nulls")]
+    return {local(r.p): r for r in df.groupBy(F.col("_file").alias("p")).agg(*aggs).collect()}
+
+
+def test_a_rule_sees_the_iceberg_files_with_exact_statistics(spark):
+    _create(spark)
+    try:
+        df = spark.table(LAKE)
+        relation, facts = only_facts(spark, df)
+        assert facts.format is Format.ICEBERG
+        assert facts.table == TableId("local", ("db",), "lake")
+        assert [a.name for a in facts.partition_columns] == ["part"]
+        by_name = {a.name: a for a in relation.output}
+        read = _per_file(df, EXACT + COUNTED)
+        assert facts.files_unknown is None and len(facts.files) == 6, facts.files_unknown
+        assert {local(f.path) for f in facts.files} == set(read)
+        for f in facts.files:
+            got = read[local(f.path)]
+            assert f.row_count == got["rows"] and f.size > 0, f.path
+            assert f.partition_value(by_name["part"]) == got["part_value"]
+            for c in EXACT + COUNTED:
+                s = f.stats(by_name[c])
+                assert s is not None and s.null_count == got[f"{c}_nulls"], (f.path, c, s)
+                lo, hi = got[f"{c}_min"], got[f"{c}_max"]
+                if c in COUNTED or (c == "x" and isinstance(hi, float) and hi != hi):
+                    assert s.min is None and s.max is None, (f.path, c, s)
+                else:
+                    assert same_value(s.min, lo) and same_value(s.max, hi), (f.path, c, s, lo, hi)
+        n = by_name["n"]
+        assert any(f.stats(n).null_count == f.row_count and f.stats(n).min is None
+                   for f in facts.files)
+
+        # A partition filter, converted to Iceberg's (SparkFilters) and planned with the scan.
+        pruned = df.where("part = 1 AND id > 0")
+        relation, facts = only_facts(spark, pruned)
+        part = facts.partition_columns[0]
+        assert len(facts.files) == 2 and {f.partition_value(part) for f in facts.files} == {1}
+        assert {local(f.path) for f in facts.files} == \
+            {local(r.p) for r in pruned.select(F.col("_file").alias("p")).collect()}
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {LAKE}")
+
+
+def test_iceberg_files_with_delete_files_give_no_counts(spark):
+    # Merge-on-read DELETE writes a delete file: the data file's counts and bounds then
+    # describe rows the scan no longer returns.
+    _create(spark, "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')")
+    try:
+        (deleted_from,) = {local(r.p) for r in spark.table(LAKE).where("id = 2")
+                           .select(F.col("_file").alias("p")).collect()}
+        spark.sql(f"DELETE FROM {LAKE} WHERE id = 2")
+        assert spark.sql(f"SELECT count(*) FROM {LAKE}.delete_files").first()[0] >= 1
+        df = spark.table(LAKE)
+        relation, facts = only_facts(spark, df)
+        unknown = [f for f in facts.files if f.row_count is None]
+        assert [local(f.path) for f in unknown] == [deleted_from]
+        assert unknown[0].columns == {}
+        read = _per_file(df, ["id"])
+        assert all(f.row_count == read[local(f.path)]["rows"]
+                   for f in facts.files if f.row_count is not None)
+        assert len(facts.files) == 6
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {LAKE}")
+
+
+def test_iceberg_time_travel_and_schema_evolution(spark):
+    # Columns are matched by field id in the schema the relation was loaded with: a renamed
+    # column keeps its statistics, a column added later has none in the older files (they
+    # read it as its default), and a time-travel read lists its snapshot's files.
+    _create(spark)
+    try:
+        first = spark.sql(f"SELECT snapshot_id FROM {LAKE}.snapshots "
+                          "ORDER BY committed_at").first()[0]
+        spark.sql(f"ALTER TABLE {LAKE} RENAME COLUMN n TO n2")
+        spark.sql(f"ALTER TABLE {LAKE} ADD COLUMN later int")
+        (spark.createDataFrame([(9, None, "w", None, 1.0, 5, 1, 42)],
+                               FACTS_SCHEMA.replace("n int", "n2 int") + ", later int")
+         .writeTo(LAKE).append())
+        df = spark.table(LAKE)
+        relation, facts = only_facts(spark, df)
+        by_name = {a.name: a for a in relation.output}
+        read = _per_file(df, ["n2", "later"])
+        assert len(facts.files) == 7
+        for f in facts.files:
+            got = read[local(f.path)]
+            n2, later = f.stats(by_name["n2"]), f.stats(by_name["later"])
+            assert n2.null_count == got["n2_nulls"]
+            assert same_value(n2.min, got["n2_min"]) and same_value(n2.max, got["n2_max"])
+            if f.row_count == 1 and got["later_max"] == 42:
+                assert (later.min, later.max, later.null_count) == (42, 42, 0)
+            else:
+                assert later is None, (f.path, later)
+
+        then = spark.sql(f"SELECT * FROM {LAKE} VERSION AS OF {first}")
+        relation, facts = only_facts(spark, then)
+        assert [a.name for a in relation.output] == ["id", "d", "s", "ts", "x", "n", "part"]
+        n = relation.output[5]
+        read = _per_file(then, ["n"])
+        assert len(facts.files) == 2 and {local(f.path) for f in facts.files} == set(read)
+        for f in facts.files:
+            got = read[local(f.path)]
+            assert f.row_count == got["rows"]
+            assert f.stats(n).null_count == got["n_nulls"]
+            assert same_value(f.stats(n).min, got["n_min"])
+            assert same_value(f.stats(n).max, got["n_max"])
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {LAKE}")

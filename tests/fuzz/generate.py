@@ -1,7 +1,8 @@
 """The seeded generator: ``generate(seed, tables)`` is one random pipeline (a ``Case``).
 
 What it draws from (issue 16 item 9): reads of ordinary, NULL-heavy, duplicate-heavy,
-empty and cached sorted tables; filters (range, equality, IN, BETWEEN, NULL tests, LIKE,
+empty and cached sorted tables, and of multi-file parquet (top-Ks and global aggregates
+over it exercise the statistics rules, issue 37); filters (range, equality, IN, BETWEEN, NULL tests, LIKE,
 two-column comparisons, AND/OR/NOT); projections and computed columns; every join type
 with ON conditions over both sides and WHERE filters over both sides after it; aggregates
 with and without keys; windows; DISTINCT; set operations; explode/posexplode (outer or
@@ -79,7 +80,7 @@ class Generator:
     # -- sources ---------------------------------------------------------------------------
 
     def table_name(self) -> str:
-        return self.pick({"fz_a": 5, "fz_b": 4, "fz_sorted": 2, "fz_nulls": 1,
+        return self.pick({"fz_a": 5, "fz_b": 4, "fz_sorted": 2, "fz_files": 2, "fz_nulls": 1,
                           "fz_dups": 1, "fz_empty": 0.25})
 
     def source(self):

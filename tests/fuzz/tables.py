@@ -17,8 +17,9 @@ compares with a value drawn from the column's own values keeps a fair share of t
 
 Tables: ``fz_a`` and ``fz_b`` (100 and 80 rows, 10% NULLs), ``fz_nulls`` (50, half
 NULLs), ``fz_dups`` (50 rows drawn from 5), ``fz_empty`` (no rows), ``fz_sorted`` (``fz_a``
-sorted on k, x and cached: an input that reports an ordering), all cached; and
-``fz_range``, 64 rows computed from ``spark.range`` in two partitions: the only input of
+sorted on k, x and cached: an input that reports an ordering), all cached; ``fz_files``,
+``fz_a``'s rows as 5 parquet files, each a range of ``x`` in row groups of 8 rows, not
+cached (what the statistics rules prove from, issue 37); and ``fz_range``, 64 rows computed from ``spark.range`` in two partitions: the only input of
 ``rand(seed)`` and ``sample(seed)``, whose values depend on the partition and position of
 each row. A range has the same partitions and row order in every plan; a cached table
 read over a shuffle did not (in a long sweep, plain Spark's read of ``fz_nulls`` paired
@@ -28,6 +29,7 @@ same: fuzzer noise, not a rewrite).
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
 
@@ -103,6 +105,7 @@ def make_tables(seed: int = 0) -> dict[str, Table]:
     by_name = {t.name: t for t in tables}
     by_name["fz_sorted"] = Table("fz_sorted", by_name["fz_a"].rows)
     by_name["fz_range"] = Table("fz_range", tuple(_range_row(i) for i in range(RANGE_ROWS)))
+    by_name["fz_files"] = Table("fz_files", by_name["fz_a"].rows)
     return by_name
 
 
@@ -112,10 +115,27 @@ def make_tables(seed: int = 0) -> dict[str, Table]:
 PARTITIONS = {"fz_b": 2}
 
 
-def register(spark, seed: int = 0) -> dict[str, Table]:
-    """Creates and caches the tables as temp views; returns them by name."""
+#: ``fz_files``: ``fz_a``'s rows written as parquet files, each a range of ``x`` in row
+#: groups of this many rows: the statistics rules (bound_top_k, answer_from_statistics)
+#: have files to prove from.
+FILES, ROW_GROUP_ROWS = 5, 8
+
+
+def register(spark, seed: int = 0, files_dir: str | None = None) -> dict[str, Table]:
+    """Creates and caches the tables as temp views (``fz_files`` a parquet read, not
+    cached, its files written into ``files_dir`` or a fresh temporary folder); returns them
+    by name."""
     tables = make_tables(seed)
     for name, table in tables.items():
+        if name == "fz_files":
+            import tempfile
+
+            path = os.path.join(files_dir or tempfile.mkdtemp(prefix="sparkext-fuzz-"), "fz_files")
+            spark.createDataFrame(list(table.rows), SCHEMA).repartitionByRange(FILES, "x") \
+                .write.mode("overwrite").option("parquet.block.row.count.limit", ROW_GROUP_ROWS) \
+                .parquet(path)
+            spark.read.parquet(path).createOrReplaceTempView(name)
+            continue
         if name == "fz_range":
             spark.range(0, RANGE_ROWS, 1, 2).selectExpr(*RANGE_COLUMNS) \
                 .createOrReplaceTempView(name)

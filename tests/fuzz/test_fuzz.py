@@ -1,4 +1,4 @@
-"""The differential fuzzer in make test: 300 seeded random pipelines, each in three modes
+"""The differential fuzzer in make test: 120 seeded random pipelines, each in three modes
 (plain Spark; sparkext's built-in rules on top of Catalyst's; Catalyst's rules excluded and
 sparkext's instead), strict mode on, compared with plain Spark's rows; and the kept
 regressions of tests/fuzz/regressions.py. A failing case is shrunk and printed as code.
@@ -9,6 +9,7 @@ regressions of tests/fuzz/regressions.py. A failing case is shrunk and printed a
 from __future__ import annotations
 
 import os
+from typing import get_args
 
 import pytest
 
@@ -19,14 +20,16 @@ from tests.fuzz.oracle import (
     set_mode, shrink,
 )
 from tests.fuzz.pipeline import (
-    Atom, Filter, Join, Limit, Select, Sort, Source, WithColumn, size, steps,
+    Atom, Filter, Join, Limit, Select, Sort, Source, Step, WithColumn, size, steps,
 )
 from tests.fuzz.regressions import REGRESSIONS
 from tests.fuzz.tables import make_tables, register
 
-#: The cases make test runs: a fixed sweep seed, so a failure reproduces by its index.
+#: The cases make test runs: a fixed sweep seed, so a failure reproduces by its index. 120
+#: keep CI's time (each case is several Spark jobs); every kind of step and every table is
+#: among them (test_make_tests_cases_have_every_step_and_table); ``make fuzz`` sweeps more.
 SEED = 16
-CASES = int(os.environ.get("SPARKEXT_FUZZ_CASES", "300"))
+CASES = int(os.environ.get("SPARKEXT_FUZZ_CASES", "120"))
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +116,18 @@ def test_a_seed_always_gives_the_same_pipeline():
     tables = make_tables()
     assert [generate(case_seed(SEED, i), tables).code() for i in range(50)] == \
         [generate(case_seed(SEED, i), tables).code() for i in range(50)]
+
+
+def test_make_tests_cases_have_every_step_and_table():
+    tables = make_tables()
+    kinds, sources = set(), set()
+    for i in range(CASES):
+        for s in steps(generate(case_seed(SEED, i), tables).root):
+            kinds.add(type(s).__name__)
+            if isinstance(s, Source):
+                sources.add(s.table)
+    assert kinds == {c.__name__ for c in get_args(Step)}
+    assert sources == set(tables)
 
 
 def test_a_window_or_a_join_ends_the_order_a_sort_determined():

@@ -27,13 +27,16 @@ trait EncodedCall {
   def attributeAt(i: Int): AttributeReference
   /** The plan's ExprId of this number (Python sends numbers back), or null. */
   def exprId(id: Long): ExprId
+  /** The files listed for a relation of the plan in this call (rules that needed files). */
+  def listedFiles(leaf: LogicalPlan): Option[RelationFacts.Listing] = None
 }
 
 /**
  * Encodes one plan for one call. Not thread-safe: one encoder per call, with its own
  * handle table; after `encode`, [[call]] is what the rebuilder resolves references with.
+ * `facts`: the relations' facts, for calls whose rules declared needs ([[RelationFacts]]).
  */
-final class PlanEncoder(spec: MirrorSpec) {
+final class PlanEncoder(spec: MirrorSpec, facts: RelationFacts.ForPlan = null) {
   private val handles = new ArrayBuffer[AnyRef](256)
   private val attributes = new ArrayBuffer[AttributeReference](64)
   private val exprIds = new java.util.HashMap[java.lang.Long, ExprId]()
@@ -43,6 +46,8 @@ final class PlanEncoder(spec: MirrorSpec) {
     def attributeAt(i: Int): AttributeReference =
       if (i >= 0 && i < attributes.length) attributes(i) else null
     def exprId(id: Long): ExprId = exprIds.get(id)
+    override def listedFiles(leaf: LogicalPlan): Option[RelationFacts.Listing] =
+      if (facts == null) None else facts.listed(leaf)
   }
   // Equal attributes share one table entry. Most repeats are the very same object, and an
   // AttributeReference's hashCode hashes its name, type, metadata and qualifier every time
@@ -180,6 +185,8 @@ final class PlanEncoder(spec: MirrorSpec) {
         g.writeArrayFieldStart("ord"); ordering.foreach(expr); g.writeEndArray()
         if (Relations.orderingIsGlobal(p, ordering)) g.writeBooleanField("glob", true)
       }
+      // Only where a rule of the call declared needs: otherwise encoded as ever.
+      if (facts != null) facts.write(g, p)
     } else {
       g.writeStringField("cls", PlanCodec.simpleName(p.getClass))
       output(p)
@@ -272,6 +279,11 @@ final class PlanEncoder(spec: MirrorSpec) {
         g.writeArrayFieldStart("c"); e.children.foreach(expr); g.writeEndArray()
         if (!e.deterministic) g.writeBooleanField("d", false)
         if (e.foldable) g.writeBooleanField("f", true)
+        e match {
+          case a: org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression if a.isDistinct =>
+            g.writeBooleanField("dist", true)  // count(DISTINCT x) is not count(x)
+          case _ =>
+        }
         // Subquery expressions and outer references do not reference what their children do.
         val refs = e.references
         if (refs != AttributeSet(e.children.flatMap(_.references))) {

@@ -5,8 +5,10 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.JsonNode
 
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.trees.TreeNode
+import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
@@ -50,8 +52,26 @@ final class PlanRebuilder(spec: MirrorSpec, call: EncodedCall, types: IndexedSeq
           result = result.mapExpressions { _ => i += 1; newExprs(i) }
         }
         result
+      case "Relation" if j.has("keep") =>
+        // A relation reading only some of the files listed for it (Relation.reading_only).
+        ref(j.get("src")) match {
+          case l: LogicalRelation =>
+            RelationFacts.restricted(l, call.listedFiles(l), j.get("keep").asScala.map(_.asText()).toSet)
+          case other => fail(s"only a file source relation can read some of its files, not ${PlanCodec.simpleName(other.getClass)}")
+        }
       case "Relation" =>
         fail("a Relation cannot be rebuilt with changes: return the Relation object itself")
+      case "LocalRelation" =>
+        // Rows a rule computed (sparkext.plan.LocalRows), each value read as its column's type.
+        val output = j.get("out").asScala.toSeq.map(expr).map {
+          case a: Attribute => a
+          case other => fail(s"a LocalRelation's output must be attributes, not ${other.sql}")
+        }
+        val rows = j.get("rows").asScala.toSeq.map { r =>
+          if (r.size != output.length) fail(s"a row of ${r.size} values for ${output.length} columns")
+          InternalRow.fromSeq(r.asScala.toSeq.zip(output).map { case (v, a) => LiteralCodec.read(v, a.dataType) })
+        }
+        LocalRelation(output, rows)
       case name =>
         build(spec.forName(name), j).asInstanceOf[LogicalPlan]
     }

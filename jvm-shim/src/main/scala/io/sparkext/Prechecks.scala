@@ -18,11 +18,48 @@ import org.apache.spark.sql.catalyst.plans.logical._
 private[sparkext] object Prechecks {
   /** sparkext's sort rules (`simplify_sort_keys`, `eliminate_sorts`): [[OrderingPrecheck]]. */
   val Ordering = "ordering"
-  val known: Seq[String] = Seq(Ordering)
+  /** `bound_top_k`: a limit over a global sort whose input is a scan ([[ScanPrechecks]]). */
+  val TopKScan = "top_k_scan"
+  /** `answer_from_statistics`: an aggregate without grouping over a scan. */
+  val GlobalAggregateScan = "global_aggregate_scan"
+  val known: Seq[String] = Seq(Ordering, TopKScan, GlobalAggregateScan)
 
   def mayChange(name: String, plan: LogicalPlan): Boolean = name match {
     case Ordering => OrderingPrecheck.mayChange(plan)
+    case TopKScan => ScanPrechecks.topKOverScan(plan)
+    case GlobalAggregateScan => ScanPrechecks.globalAggregateOverScan(plan)
     case _ => true
+  }
+}
+
+/**
+ * The statistics rules' pre-checks: the shapes they act on, so that a plan without one
+ * costs no listing of files and no footers (their rules need files). Over-approximations
+ * of the rules' own matches (sparkext/rules/bound_top_k.py, answer_from_statistics.py):
+ * any Limit, Offset or Project between the limit and the sort, and any Project or Filter
+ * between the sort (or the aggregate) and a leaf; the rule checks the rest.
+ */
+private[sparkext] object ScanPrechecks {
+  private def overScan(p: LogicalPlan): Boolean = p match {
+    case Project(_, c) => overScan(c)
+    case Filter(_, c) => overScan(c)
+    case leaf => leaf.children.isEmpty
+  }
+
+  private def overSortedScan(p: LogicalPlan): Boolean = p match {
+    case s: Sort => s.global && overScan(s.child)
+    case _: Project | _: LocalLimit | _: GlobalLimit | _: Offset => overSortedScan(p.children.head)
+    case _ => false
+  }
+
+  def topKOverScan(plan: LogicalPlan): Boolean = plan.exists {
+    case g: GlobalLimit => overSortedScan(g.child)
+    case _ => false
+  }
+
+  def globalAggregateOverScan(plan: LogicalPlan): Boolean = plan.exists {
+    case a: Aggregate => a.groupingExpressions.isEmpty && overScan(a.child)
+    case _ => false
   }
 }
 

@@ -261,7 +261,10 @@ private[sparkext] final class BridgeCall(
     m.calls.incrementAndGet()
 
     val t0 = System.nanoTime()
-    val enc = new PlanEncoder(reg.spec)
+    // The facts about the data the rules that may act on this plan declared (most: none).
+    val needs = active.needsFor(plan)
+    val facts = if (needs.isEmpty) null else RelationFacts.forPlan(plan, needs, conf)
+    val enc = new PlanEncoder(reg.spec, facts)
     val payload = try enc.encode(plan, g => {
       g.writeNumberField("id", callId)
       g.writeStringField("pos", position.name)

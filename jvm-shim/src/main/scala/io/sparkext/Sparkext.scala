@@ -46,9 +46,12 @@ object Position {
  * ([[Prechecks]]), or None.
  */
 final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePattern.Value],
-    onlyWhenCatalystExcludes: Seq[String] = Nil, precheck: Option[String] = None) {
+    onlyWhenCatalystExcludes: Seq[String] = Nil, precheck: Option[String] = None,
+    needs: Set[String] = Set.empty) {
   def activeWith(catalystExcluded: Set[String]): Boolean =
     onlyWhenCatalystExcludes.isEmpty || onlyWhenCatalystExcludes.exists(catalystExcluded.contains)
+  /** Whether the rule may act on `plan` (it declares no patterns, or `plan` holds one). */
+  def mayMatch(plan: LogicalPlan): Boolean = patterns.isEmpty || plan.containsAnyPattern(patterns: _*)
 }
 
 /**
@@ -67,6 +70,17 @@ final class ActiveRules private (val excludedText: String, val catalystText: Str
     if (rules.nonEmpty && rules.forall(_.precheck.nonEmpty)) {
       Some(rules.flatMap(_.precheck).distinct)
     } else None
+  private val needing = rules.filter(_.needs.nonEmpty)
+
+  /**
+   * The relation facts to send with `plan` ([[RelationFacts.Needs]]): what the rules that
+   * may act on it (by their patterns and pre-checks) declare. Empty for most registrations
+   * and most plans: a plan is then encoded as if facts did not exist.
+   */
+  def needsFor(plan: LogicalPlan): Set[String] =
+    if (needing.isEmpty) Set.empty
+    else needing.filter(r => r.mayMatch(plan) && r.precheck.forall(Prechecks.mayChange(_, plan)))
+      .flatMap(_.needs).toSet
 }
 
 object ActiveRules {
@@ -378,8 +392,17 @@ object Sparkext {
         throw new IllegalArgumentException(s"rule '${r.get("name").asText()}' declares an " +
           s"unknown JVM pre-check '$p' (known: ${Prechecks.known.mkString(", ")})")
       }
+      val needs = Set.newBuilder[String]
+      val ns = r.get("needs")  // absent from older Python packages
+      if (ns != null) ns.forEach { n =>
+        if (!RelationFacts.Needs.contains(n.asText())) {
+          throw new IllegalArgumentException(s"rule '${r.get("name").asText()}' needs " +
+            s"'${n.asText()}', which this jar cannot give (known: ${RelationFacts.Needs.mkString(", ")})")
+        }
+        needs += n.asText()
+      }
       out += RuleInfo(r.get("name").asText(), Position.parse(r.get("position").asText()),
-        patterns.result(), only.result(), precheck)
+        patterns.result(), only.result(), precheck, needs.result())
     }
     out.result()
   }

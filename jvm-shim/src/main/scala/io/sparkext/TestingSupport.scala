@@ -8,6 +8,13 @@ import io.sparkext.shims.SparkShim
 /** Helpers for `sparkext.testing` that py4j cannot express (Scala BigInt, Option). */
 object TestingSupport {
 
+  /** Footers read from storage (not from the cache) since this JVM started. */
+  def footerReads(): Long = ParquetFooters.reads.get
+
+  /** Empties the footer cache: the next query on a table reads its footers again. */
+  def clearFooterCache(): Unit = ParquetFooters.clear()
+
+
   /** Injects catalog statistics into `table` (`db.name`), as Spark's PlanStabilitySuite. */
   def setTableStats(session: SparkSession, table: String, rows: Long, sizeInBytes: Long): Unit = {
     val ident = SparkShim.sqlParser(session).parseTableIdentifier(table)

@@ -2,6 +2,8 @@ package io.sparkext.shims
 
 import com.fasterxml.jackson.core.JsonFactoryBuilder
 
+import org.apache.hadoop.conf.Configuration
+
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -13,6 +15,7 @@ import org.apache.spark.sql.catalyst.optimizer.Optimizer
 import org.apache.spark.sql.catalyst.parser.ParserInterface
 import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Command, LogicalPlan, LogicalPlanIntegrity}
+import org.apache.spark.sql.types.StringType
 
 /** What sparkext needs of Spark that changed between 3.5 and 4.0: the Spark 3.5 side. */
 private[sparkext] object SparkShim {
@@ -31,6 +34,11 @@ private[sparkext] object SparkShim {
   def catalog(session: SparkSession): SessionCatalog = session.sessionState.catalog
   /** Spark 3.5 groups by no map. */
   val groupsMaps: Boolean = false
+  /** A Hadoop configuration with a relation's options, as its scan gets one. */
+  def hadoopConf(session: SparkSession, options: Map[String, String]): Configuration =
+    session.sessionState.newHadoopConfWithOptions(options)
+  /** Strings compare by their UTF-8 bytes: 3.5 has no collations. */
+  def comparesAsBytes(t: StringType): Boolean = true
   /** The rows `plan` gives, run (analyzed, optimized, planned) in `session`. */
   def toRdd(session: SparkSession, plan: LogicalPlan): RDD[InternalRow] =
     session.sessionState.executePlan(plan).toRdd

@@ -2,6 +2,8 @@ package io.sparkext.shims
 
 import com.fasterxml.jackson.core.{JsonFactoryBuilder, StreamWriteConstraints}
 
+import org.apache.hadoop.conf.Configuration
+
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -11,6 +13,7 @@ import org.apache.spark.sql.catalyst.optimizer.Optimizer
 import org.apache.spark.sql.catalyst.parser.ParserInterface
 import org.apache.spark.sql.catalyst.plans.{JoinType, LeftSingle}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, LogicalPlanIntegrity}
+import org.apache.spark.sql.types.StringType
 
 /**
  * What sparkext needs of Spark that changed between 3.5 and 4.0: this is the 4.x side
@@ -35,6 +38,11 @@ private[sparkext] object SparkShim {
   def catalog(session: SparkSession): SessionCatalog = state(session).catalog
   /** Spark 4.0 groups by maps, which its optimizer normalises (`MapSort`). */
   val groupsMaps: Boolean = true
+  /** A Hadoop configuration with a relation's options, as its scan gets one. */
+  def hadoopConf(session: SparkSession, options: Map[String, String]): Configuration =
+    state(session).newHadoopConfWithOptions(options)
+  /** Whether strings of this type compare by their UTF-8 bytes (UTF8_BINARY collation). */
+  def comparesAsBytes(t: StringType): Boolean = t.typeName == "string"  // no COLLATE
   /** The rows `plan` gives, run (analyzed, optimized, planned) in `session`. */
   def toRdd(session: SparkSession, plan: LogicalPlan): RDD[InternalRow] =
     state(session).executePlan(plan).toRdd

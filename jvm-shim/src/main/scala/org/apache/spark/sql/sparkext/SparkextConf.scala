@@ -51,6 +51,12 @@ object SparkextConf {
     "After a call timed out, how long, in milliseconds, the session's Python rules " +
       "are skipped; 0 skips them only for the rest of the query that timed out.")
 
+  val FACTS_TIMEOUT_MS: ConfigEntry[Long] = millisConf("factsTimeoutMs", 5000L,
+    "How long, in milliseconds, one optimizer call may spend listing files and reading " +
+      "parquet footers for the rules that need files (Rule(needs=('files',))); a relation " +
+      "whose files are not known by then is sent without them (what was read is cached " +
+      "for the next call). 0 waits without limit.")
+
   private def millisConf(name: String, default: Long, doc: String): ConfigEntry[Long] =
     buildConf(name).doc(doc).longConf
       .checkValue(_ >= 0, "It must be a number of milliseconds >= 0.")
@@ -78,13 +84,15 @@ object SparkextConf {
     .createWithDefault("")
 
   val entries: Seq[ConfigEntry[_]] =
-    Seq(ENABLED, STRICT, TIMEOUT_MS, COOLDOWN_MS, EXCLUDED_RULES, RULES, PYTHON)
+    Seq(ENABLED, STRICT, TIMEOUT_MS, COOLDOWN_MS, FACTS_TIMEOUT_MS, EXCLUDED_RULES, RULES, PYTHON)
 
   val Enabled: String = ENABLED.key
   val Strict: String = STRICT.key
   val TimeoutMs: String = TIMEOUT_MS.key
   /** After a timeout, how long a registration's rules are skipped (0: only in that query). */
   val CooldownMs: String = COOLDOWN_MS.key
+  /** How long one call may spend on the files the rules need. */
+  val FactsTimeoutMs: String = FACTS_TIMEOUT_MS.key
   val ExcludedRules: String = EXCLUDED_RULES.key
   val Rules: String = RULES.key
   val Python: String = PYTHON.key
@@ -111,6 +119,7 @@ object SparkextConf {
   def strict(conf: SQLConf): Boolean = conf.getConf(STRICT)
   def timeoutMs(conf: SQLConf): Long = conf.getConf(TIMEOUT_MS)
   def cooldownMs(conf: SQLConf): Long = conf.getConf(COOLDOWN_MS)
+  def factsTimeoutMs(conf: SQLConf): Long = conf.getConf(FACTS_TIMEOUT_MS)
 
   /** `spark.sparkext.excludedRules` as it is set ("" when not), `${...}` substituted. */
   def excludedRules(conf: SQLConf): String =
