@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import overload
 
 from sparkext.facts import NEEDS
-from sparkext.plan import LogicalPlan
+from sparkext.plan import LogicalPlan, Relation
 
 #: Where the JVM runs a rule: once per query (``injectPreCBORule``), or inside Catalyst's
 #: fixed-point operator-optimization batches (``injectOptimizerRule``).
@@ -346,9 +346,14 @@ class RuleExecutor:
         # a rule that two batches share). Catalyst's rules skip such trees the same way
         # (TreeNode.markRuleAsIneffective).
         left_alone: dict[str, LogicalPlan] = {}
+        # The JVM sends relation facts only when a rule that needs them may act on the plan
+        # (its pre-check passed): without them, the rules that need them cannot act, and are
+        # not run (the call was made for other rules).
+        with_facts = any(isinstance(n, Relation) and n.facts_ is not None for n in plan.walk())
         for batch in self.batches:
             active = [r for r in batch.rules
-                      if r.name not in excluded and r.active_with(catalyst_excluded)]
+                      if r.name not in excluded and r.active_with(catalyst_excluded)
+                      and (with_facts or not r.needs)]
             subsumed = {name for r in active for name in r.subsumes}
             rules = [r for r in active if r.name not in subsumed]
             if not rules:

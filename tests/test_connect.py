@@ -16,6 +16,7 @@ tests switch sparkext off, set the timeout or strict mode.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -262,6 +263,24 @@ def test_a_connect_client_gets_its_redundant_sort_removed_and_plain_sparks_rows(
     assert rows(df) == expected  # in order: ts ascending, as plain Spark returns them
     assert sparkext.metrics(with_rules)["accepted"] > 0
     cached.unpersist()
+
+
+def test_a_connect_clients_query_gets_the_statistics_rules_which_read_the_files(
+        with_rules, plain, tmp_path):
+    # The rule worker answers for the server: the facts (files, footers' statistics) reach
+    # it in the same requests as in a classic session.
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "events")
+    (plain.range(0, 4000, 1, 4).selectExpr("id", "id % 7 AS g")
+     .write.option("parquet.block.row.count.limit", "500").parquet(path))
+    extremes = with_rules.read.parquet(path).agg(F.max("id"), F.min("g"), F.count("*"))
+    assert "LocalRelation" in optimized_plan(extremes), optimized_plan(extremes)
+    assert rows(extremes) == rows(plain.read.parquet(path).agg(F.max("id"), F.min("g"),
+                                                                 F.count("*")))
+    top = with_rules.read.parquet(path).orderBy(F.desc("id")).limit(5)
+    assert re.search(r"\(id#\d+L >= \d+\)", optimized_plan(top)), optimized_plan(top)
+    assert rows(top) == rows(plain.read.parquet(path).orderBy(F.desc("id")).limit(5))
 
 
 def test_a_team_rule_module_shipped_with_py_files_rewrites_a_plan(with_rules, plain):

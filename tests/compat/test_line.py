@@ -35,6 +35,21 @@ from tests.compat.conftest import CASES, PLAIN
 from tests.conftest import conf, jvm_nodes, rules_enabled
 from tests.rows import assert_same_rows, collect
 from tests.test_bridge import NOT_STRICT, filtered_projection, raises
+# Relation facts and the statistics rules on this line (issues 34 and 37): the main
+# suite's tests, collected here as this module's own (the ``table`` fixture with them).
+from tests.test_relation_facts import (  # noqa: F401
+    test_a_path_read,
+    test_a_table_partitioned_by_two_columns_lists_the_files_pruning_keeps,
+    test_statistics_of_awkward_files_equal_what_the_files_hold,
+    test_the_documented_example_rules,
+)
+from tests.test_top_k_statistics import (  # noqa: F401
+    table,
+    test_a_global_aggregate_is_answered_from_statistics,
+    test_a_partitioned_table_ordered_by_its_partition_column,
+    test_a_top_k_returns_plain_sparks_rows,
+    test_nothing_is_proved_from_what_is_not_exact,
+)
 
 
 def test_every_mirrored_class_is_built_on_this_line(spark, caplog):

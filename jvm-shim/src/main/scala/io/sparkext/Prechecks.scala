@@ -3,10 +3,14 @@ package io.sparkext
 import scala.collection.mutable
 import scala.util.control.NonFatal
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, AttributeReference, EqualNullSafe,
-  EqualTo, Expression, IsNull, NamedExpression, WindowExpression}
-import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, AttributeReference, AttributeSet,
+  EqualNullSafe, EqualTo, Expression, IsNull, NamedExpression, WindowExpression}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Count, Max, Min}
 import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DoubleType, FloatType}
 
 /**
  * JVM-side pre-checks a Python rule can declare (`jvm_precheck` in its registration): a
@@ -36,18 +40,29 @@ private[sparkext] object Prechecks {
  * The statistics rules' pre-checks: the shapes they act on, so that a plan without one
  * costs no listing of files and no footers (their rules need files). Over-approximations
  * of the rules' own matches (sparkext/rules/bound_top_k.py, answer_from_statistics.py):
- * any Limit, Offset or Project between the limit and the sort, and any Project or Filter
- * between the sort (or the aggregate) and a leaf; the rule checks the rest.
+ * any Limit, Offset or Project between the limit and the sort; Projects, and Filters that
+ * read only the partition columns of a file relation, between the sort (or the aggregate)
+ * and the relation; for an aggregate, only `min`, `max` and `count` of non-floating values.
+ * The rules check the rest (which columns, which statistics).
  */
 private[sparkext] object ScanPrechecks {
-  private def overScan(p: LogicalPlan): Boolean = p match {
-    case Project(_, c) => overScan(c)
-    case Filter(_, c) => overScan(c)
-    case leaf => leaf.children.isEmpty
+  private def overScan(p: LogicalPlan, filtered: AttributeSet): Boolean = p match {
+    case Project(_, c) => overScan(c, filtered)
+    case Filter(condition, c) => overScan(c, filtered ++ condition.references)
+    case l: LogicalRelation => l.relation match {
+      case fs: HadoopFsRelation =>
+        // by name, as the relation's partition schema names its columns (a Project
+        // renaming one on the way is over-approximated: the rule looks at ids)
+        val resolver = SQLConf.get.resolver
+        filtered.forall(a => fs.partitionSchema.fieldNames.exists(resolver(_, a.name)))
+      case _ => false  // no files to list
+    }
+    case _: DataSourceV2Relation => true  // (Iceberg: its partitioning is not read here)
+    case _ => false
   }
 
   private def overSortedScan(p: LogicalPlan): Boolean = p match {
-    case s: Sort => s.global && overScan(s.child)
+    case s: Sort => s.global && overScan(s.child, AttributeSet.empty)
     case _: Project | _: LocalLimit | _: GlobalLimit | _: Offset => overSortedScan(p.children.head)
     case _ => false
   }
@@ -57,8 +72,21 @@ private[sparkext] object ScanPrechecks {
     case _ => false
   }
 
+  /** `min(x)`, `max(x)`, `count(...)`, without DISTINCT or FILTER, maybe aliased. */
+  private def fromStatistics(e: Expression): Boolean = e match {
+    case Alias(child, _) => fromStatistics(child)
+    case ae: AggregateExpression if !ae.isDistinct && ae.filter.isEmpty =>
+      ae.aggregateFunction match {
+        case _: Count => true
+        case f @ (_: Min | _: Max) => !(f.dataType == FloatType || f.dataType == DoubleType)
+        case _ => false
+      }
+    case _ => false
+  }
+
   def globalAggregateOverScan(plan: LogicalPlan): Boolean = plan.exists {
-    case a: Aggregate => a.groupingExpressions.isEmpty && overScan(a.child)
+    case a: Aggregate => a.groupingExpressions.isEmpty &&
+      a.aggregateExpressions.forall(fromStatistics) && overScan(a.child, AttributeSet.empty)
     case _ => false
   }
 }
