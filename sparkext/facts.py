@@ -9,7 +9,8 @@ plan of rules that ask for nothing is encoded as it always was. On a relation,
 :attr:`Relation.facts <sparkext.plan.Relation.facts>` is then a :class:`RelationFacts`,
 decoded when first read; each field is ``None`` where Spark does not know it.
 
-Files (``needs=("files",)``) are the files the scan will read after partition pruning:
+Files (``needs=("files",)``, or ``("listing",)`` without their statistics) are the files
+the scan will read after partition pruning:
 the partition-column conjuncts of the filters standing directly above the relation
 applied as ``PruneFileSourcePartitions`` (or Delta's and Iceberg's own planning) would
 apply them. Each :class:`DataFile` carries its size, partition values and, where the
@@ -42,8 +43,24 @@ __all__ = ["ColumnStats", "DataFile", "Format", "OtherFormat", "RelationFacts", 
            "TableId", "Bucketing", "NEEDS"]
 
 #: What a rule may declare it needs (``Rule.needs``): ``relation`` — the facts of every
-#: relation but its files; ``files`` — those and the files with their statistics.
-NEEDS = ("relation", "files")
+#: relation but its files; ``listing`` — those and the files the scans read (path, size,
+#: modification time, partition values), nothing the files themselves must be opened for;
+#: ``files`` — those with their row counts and statistics (parquet footers read).
+NEEDS = ("relation", "listing", "files")
+
+
+def checked_needs(owner: str, needs: tuple[str, ...]) -> tuple[str, ...]:
+    """``needs`` as ``owner`` (``rule 'x'``, ``guard 'y'``) declares it, refused when it
+    names something else than :data:`NEEDS`, with what it implies: files are facts of a
+    relation, and are listed."""
+    unknown = [n for n in needs if n not in NEEDS]
+    if unknown:
+        raise ValueError(f"{owner}: needs must name some of {NEEDS}, not {unknown}")
+    implied = {"files": ("listing", "relation"), "listing": ("relation",)}
+    out = list(needs)
+    for n in needs:
+        out += [i for i in implied.get(n, ()) if i not in out]
+    return tuple(out)
 
 
 class Format(Enum):

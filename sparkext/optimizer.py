@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import overload
 
-from sparkext.facts import NEEDS
+from sparkext.facts import checked_needs
 from sparkext.plan import LogicalPlan, Relation
 
 #: Where the JVM runs a rule: once per query (``injectPreCBORule``), or inside Catalyst's
@@ -89,9 +89,10 @@ class Rule:
     subsumes: tuple[str, ...] = ()
     #: The facts about the data the rule reads (:data:`sparkext.facts.NEEDS`): with
     #: ``"relation"`` every relation of the plans it may match carries
-    #: :attr:`Relation.facts <sparkext.plan.Relation.facts>`; with ``"files"`` those facts
-    #: include the files the scan reads and their statistics. Rules that need nothing
-    #: cost nothing: their plans are encoded without facts.
+    #: :attr:`Relation.facts <sparkext.plan.Relation.facts>`; with ``"listing"`` those facts
+    #: include the files the scan reads, with ``"files"`` their statistics too (each implies
+    #: the ones before it). Rules that need nothing cost nothing: their plans are encoded
+    #: without facts.
     needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -101,12 +102,7 @@ class Rule:
         if self.jvm_precheck is not None and self.jvm_precheck not in JVM_PRECHECKS:
             raise ValueError(f"rule {self.name!r}: jvm_precheck must be one of "
                              f"{JVM_PRECHECKS} or None, not {self.jvm_precheck!r}")
-        unknown = [n for n in self.needs if n not in NEEDS]
-        if unknown:
-            raise ValueError(f"rule {self.name!r}: needs must name some of {NEEDS}, not "
-                             f"{unknown}")
-        if "files" in self.needs and "relation" not in self.needs:
-            object.__setattr__(self, "needs", ("relation", *self.needs))  # files are facts
+        object.__setattr__(self, "needs", checked_needs(f"rule {self.name!r}", self.needs))
         if not self.name or "," in self.name:
             raise ValueError(f"rule name {self.name!r} must be non-empty and without commas "
                              "(spark.sparkext.excludedRules is a comma-separated list)")

@@ -41,8 +41,13 @@ import io.sparkext.shims.SparkShim
  * stay cached for the next call. Never a stalled query.
  */
 private[sparkext] object RelationFacts {
-  /** What a rule may need: the relations' facts, or those and their files. */
-  val Needs: Seq[String] = Seq("relation", "files")
+  /**
+   * What a rule may need: the relations' facts; those and the files the scans read
+   * (`listing`: path, size, modification time, partition values); or those files with what
+   * their formats know exactly of them (`files`: row counts, column statistics, row groups,
+   * which for parquet means reading each footer).
+   */
+  val Needs: Seq[String] = Seq("relation", "listing", "files")
 
   private val pool: ExecutorService = Executors.newCachedThreadPool(new ThreadFactory {
     private val n = new AtomicInteger()
@@ -106,13 +111,18 @@ private[sparkext] object RelationFacts {
   type Files = Either[String, Listing]
 
   /** The facts of `plan`'s relations for `needs`, computed now (files within the time box). */
-  def forPlan(plan: LogicalPlan, needs: Set[String], conf: SQLConf): ForPlan = {
+  def forPlan(plan: LogicalPlan, needs: Set[String], conf: SQLConf): ForPlan =
+    forPlans(Seq(plan), needs, conf)
+
+  /** The facts of the relations of several plans (a query and its subqueries) at once. */
+  def forPlans(plans: Seq[LogicalPlan], needs: Set[String], conf: SQLConf): ForPlan = {
     val files = new IdentityHashMap[LogicalPlan, Files]()
-    if (needs.contains("files")) {
+    val wantFiles = needs.contains("files")
+    if (wantFiles || needs.contains("listing")) {
       val above = new IdentityHashMap[LogicalPlan, Seq[Expression]]()
-      filtersAbove(plan, Nil, above)
+      plans.foreach(filtersAbove(_, Nil, above))
       val tasks = above.asScala.toSeq.flatMap { case (leaf, filters) =>
-        lister(leaf, filters, conf).map(l => leaf -> pool.submit(new Callable[Files] { def call(): Files = l() }))
+        lister(leaf, filters, conf, wantFiles).map(l => leaf -> pool.submit(new Callable[Files] { def call(): Files = l() }))
       }
       val timeout = Conf.factsTimeoutMs(conf)
       val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout)
@@ -156,13 +166,17 @@ private[sparkext] object RelationFacts {
   private def usable(e: Expression): Boolean = e.deterministic &&
     !SubqueryExpression.hasSubquery(e) && !e.exists(x => x.getClass.getSimpleName == "PythonUDF")
 
-  /** A task listing a leaf's files, for the leaves that have files to list. */
-  private def lister(leaf: LogicalPlan, filters: Seq[Expression], conf: SQLConf): Option[() => Files] =
+  /**
+   * A task listing a leaf's files, for the leaves that have files to list; with `footers`,
+   * parquet files come with what their footers say.
+   */
+  private def lister(leaf: LogicalPlan, filters: Seq[Expression], conf: SQLConf,
+      footers: Boolean): Option[() => Files] =
     leaf match {
       case l: LogicalRelation => l.relation match {
         case fs: HadoopFsRelation if !isDelta(fs.location) =>
           Some(() => SQLConf.withExistingConf(conf)(Right(Listing(
-            fs.partitionSchema.fields.toSeq.map(_.dataType), fileSystemFiles(l, fs, filters, conf)))))
+            fs.partitionSchema.fields.toSeq.map(_.dataType), fileSystemFiles(l, fs, filters, conf, footers)))))
         // Delta's log: its files and their stats, partition values in partitionSchema order.
         case fs: HadoopFsRelation => Some(() => SQLConf.withExistingConf(conf)(Right(LakeFiles.delta(l, fs, filters, conf))))
         case _ => None
@@ -185,7 +199,7 @@ private[sparkext] object RelationFacts {
   }
 
   private def fileSystemFiles(l: LogicalRelation, fs: HadoopFsRelation, filters: Seq[Expression],
-      conf: SQLConf): Seq[DataFile] = {
+      conf: SQLConf, footers: Boolean): Seq[DataFile] = {
     val partitionAt = positions(l.output, fs.partitionSchema.fieldNames.toSeq, conf)
       .getOrElse(throw new IllegalStateException("partition columns not in the relation's output"))
     val partitionSet = AttributeSet(partitionAt.map(l.output))
@@ -197,7 +211,7 @@ private[sparkext] object RelationFacts {
       case c: CatalogFileIndex => c.filterPartitions(partitionFilters).listFiles(Nil, Nil)
       case index => index.listFiles(partitionFilters, Nil)
     }
-    val parquet = fs.fileFormat.getClass.getName.endsWith(".ParquetFileFormat")
+    val parquet = footers && fs.fileFormat.getClass.getName.endsWith(".ParquetFileFormat")
     val dataColumns = l.output.zipWithIndex.filterNot { case (_, i) => partitionAt.contains(i) }
       .map { case (a, i) => i -> StructField(a.name, a.dataType, a.nullable, a.metadata) }
     lazy val hadoopConf = SparkShim.hadoopConf(fs.sparkSession, fs.options)
@@ -220,7 +234,7 @@ private[sparkext] object RelationFacts {
 
   /** The facts of one plan's relations, written as each relation is encoded. */
   final class ForPlan(needs: Set[String], files: IdentityHashMap[LogicalPlan, Files], conf: SQLConf) {
-    private val wantFiles = needs.contains("files")
+    private val wantFiles = needs.contains("files") || needs.contains("listing")
 
     /** The files listed for `leaf` in this call, if they are known. */
     def listed(leaf: LogicalPlan): Option[Listing] = Option(files.get(leaf)).flatMap(_.toOption)
