@@ -8,6 +8,7 @@
 """
 
 from sparkext.explain import Explanation, explain
+from sparkext.guards import Guard, Query, guard, refuse
 from sparkext.optimizer import Batch, FixedPoint, Once, Rule, RuleExecutor, because, rule
 from sparkext.session import (
     EXTENSION_CLASS,
@@ -25,7 +26,8 @@ from sparkext.session import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "EXTENSION_CLASS", "Enabled", "Explanation", "FixedPoint", "Once", "Rule",
-    "RuleExecutor", "SparkextError", "because", "configure", "connect_server_args", "disable",
-    "enable", "explain", "jar_path", "metrics", "reset_metrics", "rule",
+    "Batch", "EXTENSION_CLASS", "Enabled", "Explanation", "FixedPoint", "Guard", "Once",
+    "Query", "Rule", "RuleExecutor", "SparkextError", "because", "configure",
+    "connect_server_args", "disable", "enable", "explain", "guard", "jar_path", "metrics",
+    "refuse", "reset_metrics", "rule",
 ]

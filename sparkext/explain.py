@@ -3,7 +3,8 @@
 The report has the optimized plan without sparkext and with it, then per rule that ran:
 how often it ran, how often it changed the plan and its time in Python; then each change,
 as the smallest subtree before and after, with the reasons the rule recorded with
-:func:`sparkext.because`; and any rule whose change was refused, with the reason::
+:func:`sparkext.because`; any rule whose change was refused, with the reason; and, where
+the application runs guards (docs/guards.md), what each decided on the query::
 
     print(sparkext.explain(spark.table("events").where("host = 'h1'").orderBy("host", "ts")))
 
@@ -35,6 +36,16 @@ class Refusal:
 
 
 @dataclass
+class GuardVerdict:
+    """What one guard (docs/guards.md) decided on the query: ``allowed``, ``refused``
+    (``failed`` when it raised) or ``warned`` (refused in warn mode), and why."""
+
+    guard: str
+    decision: str
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Explanation:
     """What :func:`explain` returns; ``str()`` is the report."""
 
@@ -46,6 +57,10 @@ class Explanation:
     #: per rule that ran, summed over every optimizer call of the query
     stats: dict[str, RuleStats] = field(default_factory=dict)
     refusals: list[Refusal] = field(default_factory=list)
+    #: each guard's verdict on the query with the rules, when the application runs guards
+    guards: list[GuardVerdict] = field(default_factory=list)
+    #: the error the query fails with when a guard refuses it (None: it may run)
+    refused: str | None = None
 
     def __str__(self) -> str:
         out = ["== Optimized plan without sparkext ==", self.before.rstrip("\n"),
@@ -62,6 +77,12 @@ class Explanation:
         if self.refusals:
             out.append("== Refused ==")
             out += [f"{r.rule}: {r.reason}" for r in self.refusals]
+        if self.guards:
+            out.append("== Guards, on the plan with sparkext's rules ==")
+            out += [f"{g.guard}: {g.decision}" + "".join(f"\n   {r}" for r in g.reasons)
+                    for g in self.guards]
+            if self.refused is not None:
+                out.append(f"the query is refused: {self.refused}")
         return "\n".join(out) + "\n"
 
     def _rule_lines(self) -> list[str]:
@@ -142,9 +163,31 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: boo
             explanation.stats[r.name] = RuleStats(f["invocations"], f["effective"], f["nanos"],
                                                   reasons)
             explanation.refusals += [Refusal(r.name, reason) for reason in f["refusal_reasons"]]
+        enabled.bridge.observer = None  # (planning optimizes the query once more)
+        _judge(clone, analyzed, explanation)
     finally:
         enabled.disable()
     return explanation
+
+
+def _judge(session: Any, analyzed: Any, explanation: Explanation) -> None:
+    """The application's guards' verdicts on the query (none when it runs no guards): its
+    plan is planned in ``session``, where the guards judge it as it runs with the rules
+    explained (which may change what it reads: ``answer_from_statistics`` reads no file)."""
+    import sparkext
+
+    sparkext.reset_metrics(session)
+    try:
+        _dataset_of(session, analyzed).queryExecution().sparkPlan()
+    except Exception as e:  # pyspark's conversion of the JVM's error (AnalysisException)
+        condition = e.getCondition() if hasattr(e, "getCondition") else None
+        if condition != "SPARKEXT_QUERY_REFUSED":
+            raise
+        explanation.refused = str(e)
+    for name, f in sparkext.metrics(session)["guards"].items():
+        decision = ("failed" if f["errors"] else "refused" if f["refused_queries"]
+                    else "warned" if f["warned"] else "allowed")
+        explanation.guards.append(GuardVerdict(name, decision, list(f["reasons"])))
 
 
 def _dataset_of(session: Any, plan: Any) -> Any:

@@ -489,14 +489,17 @@ def metrics(spark: SparkSession | ConnectSession) -> dict[str, Any]:
     """The bridge's counters for this session (docs/performance.md, "Metrics", lists every
     key). Counts are integers; times are integer nanoseconds (``*_nanos``); ``warnings``
     holds the last warnings; ``rules`` maps each Python rule's name to
-    ``{"invocations", "effective", "nanos", "refused", "refusal_reasons"}``.
+    ``{"invocations", "effective", "nanos", "refused", "refusal_reasons"}``, ``guards`` each
+    guard's to ``{"judged", "refused_queries", "warned", "errors", "nanos", "reasons"}``
+    (docs/guards.md).
 
     On a Spark Connect session they come from ``SELECT * FROM sparkext_metrics()``, the
     table function the extension adds on the server (same counters, same names; there
-    ``rules`` is a JSON column, decoded here)."""
+    ``rules`` and ``guards`` are JSON columns, decoded here)."""
     if is_connect(spark):
         m = _metrics_row(spark, "sparkext_metrics")
-        m["rules"] = json.loads(m["rules"]) if m.get("rules") else {}
+        for key in ("rules", "guards"):
+            m[key] = json.loads(m[key]) if m.get(key) else {}
         return m
     return json.loads(_registry(spark).metrics(_jsession(spark)))
 

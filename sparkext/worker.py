@@ -1,4 +1,5 @@
-"""``python -m sparkext.worker``: the rule worker a driver JVM starts for itself.
+"""``python -m sparkext.worker``: the rule worker (or guard worker) a driver JVM starts for
+itself.
 
 A ``spark-sql`` script, the Thrift server, a Spark Connect server or a Scala application
 has no PySpark driver to call ``sparkext.enable``; with ``spark.sparkext.rules`` set, the
@@ -17,6 +18,10 @@ The conversation over the pipes the JVM holds (docs/wire-format.md, "Rule worker
                          without the secret (the JVM has it)
   stderr                 anything else: tracebacks, logging, what rules print
 
+With ``"guards"`` (and ``"builtin_guards"``, the built-in guards' settings) in place of
+``"rules"``, it is the guard worker (``Guards.scala``, docs/guards.md): it loads the guards
+and serves their calls (:mod:`sparkext.guards.bridge`) the same way.
+
 Then the worker serves calls until its stdin closes: the JVM closes it to stop the worker,
 and the operating system closes it when the JVM exits, however it exits.
 """
@@ -27,10 +32,12 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from sparkext.bridge import registration
+from sparkext.bridge import Registration, registration
 from sparkext.channel import Channel
+from sparkext.guards import Guard, as_guard, builtin_guards
+from sparkext.guards.bridge import GuardRegistration, guard_registration
 from sparkext.optimizer import Batch, FixedPoint, Rule, as_rule
 
 
@@ -43,24 +50,43 @@ def load_batches(entries: str) -> tuple[Batch, ...]:
     entries, each a rule, a batch, or a list of either (rules of one entry run as one
     batch to a fixed point, as ``sparkext.enable(spark, rules)`` runs them)."""
     batches: list[Batch] = []
+    for entry, target in _targets("spark.sparkext.rules", entries, "sparkext.rules:BATCHES"):
+        batches.extend(_as_batches(entry, target))
+    if not batches:
+        raise RulesNotFound("spark.sparkext.rules names no rules")
+    return tuple(batches)
+
+
+def load_guards(entries: str) -> tuple[Guard, ...]:
+    """The guards ``spark.sparkext.guards`` names: comma-separated ``module:attribute``
+    entries, each a guard (or a function ``query -> None``) or a list of them."""
+    guards: list[Guard] = []
+    for entry, target in _targets("spark.sparkext.guards", entries, "mycompany.guards:GUARDS"):
+        if isinstance(target, Iterable) and not isinstance(target, (str, bytes)):
+            guards.extend(as_guard(g) for g in target)
+        else:
+            guards.append(as_guard(target))
+    return tuple(guards)
+
+
+def _targets(key: str, entries: str, example: str) -> Iterator[tuple[str, object]]:
+    """Each ``module:attribute`` entry of ``key``'s value, with what it names (its module
+    imported: an import error propagates, and the JVM reports the worker's traceback)."""
     for entry in (e.strip() for e in entries.split(",")):
         if not entry:
             continue
         module, _, attribute = entry.partition(":")
         if not module or not attribute:
-            raise RulesNotFound(f"spark.sparkext.rules entry {entry!r} is not "
-                                "'module:attribute' (e.g. sparkext.rules:BATCHES)")
+            raise RulesNotFound(f"{key} entry {entry!r} is not 'module:attribute' (e.g. "
+                                f"{example})")
         target = importlib.import_module(module)
         for name in attribute.split("."):
             try:
                 target = getattr(target, name)
             except AttributeError:
-                raise RulesNotFound(f"spark.sparkext.rules entry {entry!r}: module {module!r} "
-                                    f"has no attribute {attribute!r}") from None
-        batches.extend(_as_batches(entry, target))
-    if not batches:
-        raise RulesNotFound("spark.sparkext.rules names no rules")
-    return tuple(batches)
+                raise RulesNotFound(f"{key} entry {entry!r}: module {module!r} has no "
+                                    f"attribute {attribute!r}") from None
+        yield entry, target
 
 
 def _as_batches(entry: str, target) -> list[Batch]:
@@ -86,10 +112,15 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     config = json.loads(sys.stdin.readline() or "{}")
-    batches = load_batches(config.get("rules", ""))
     transport = config.get("transport") or os.environ.get("SPARKEXT_CHANNEL", "auto")
     channel = Channel(bytes.fromhex(config["secret"]), transport=transport)
-    reg = registration(batches, channel, config.get("spark_version"))
+    reg: Registration | GuardRegistration
+    if "guards" in config:  # a guard worker (Guards.scala)
+        guards = load_guards(config["guards"]) + builtin_guards(config.get("builtin_guards", {}))
+        reg = guard_registration(guards, channel, config.get("spark_version"))
+    else:
+        batches = load_batches(config.get("rules", ""))
+        reg = registration(batches, channel, config.get("spark_version"))
     spec = dict(reg.spec, channel={k: v for k, v in reg.spec["channel"].items()
                                    if k != "secret"}, pid=os.getpid())
     answer.write(json.dumps(spec) + "\n")

@@ -136,10 +136,15 @@ def test_catalyst_exclusions_reach_the_rules_that_wait_for_them_at_the_next_quer
 def test_set_v_lists_every_key_with_its_default_and_doc(spark):
     listed = {r["key"]: r for r in spark.sql("SET -v").collect()
               if r["key"].startswith("spark.sparkext.")}
+    guards = [f"spark.sparkext.guards.{k}" for k in (
+        "cartesian.bytes", "cartesian.mode", "maxScan.bytes", "maxScan.files", "maxScan.mode",
+        "maxScan.partitions", "partitionFilter.allow", "partitionFilter.mode",
+        "partitionFilter.tables", "timeoutMs")]
     assert sorted(listed) == sorted(e["key"] for e in entries(spark)) == [
         "spark.sparkext.cooldownMs", "spark.sparkext.enabled", "spark.sparkext.excludedRules",
-        "spark.sparkext.factsTimeoutMs", "spark.sparkext.python", "spark.sparkext.rules",
-        "spark.sparkext.strict", "spark.sparkext.timeoutMs"]
+        "spark.sparkext.factsTimeoutMs", "spark.sparkext.guards", *guards,
+        "spark.sparkext.python", "spark.sparkext.rules", "spark.sparkext.strict",
+        "spark.sparkext.timeoutMs"]
     for e in entries(spark):
         assert listed[e["key"]]["meaning"] == e["doc"] and e["doc"]
 

@@ -22,9 +22,10 @@ def test_the_metrics_table_function_gives_the_py4j_counters(spark, tables):
     py4j = sparkext.metrics(spark)
     row = spark.sql("SELECT * FROM sparkext_metrics()").collect()[0].asDict()
     assert row["calls"] > 0, row
-    # (the per-rule figures travel as one JSON column)
+    # (the per-rule and per-guard figures travel as JSON columns)
     assert {k: py4j[k] for k in row} == row | {"warnings": py4j["warnings"],
-                                               "rules": json.loads(row["rules"])}
+                                               "rules": json.loads(row["rules"]),
+                                               "guards": json.loads(row["guards"])}
     assert list(row) == list(py4j)
 
 

@@ -15,26 +15,65 @@ final class RuleFigures {
   /** Changes of the rule that were not kept: it raised, or its plan failed validation. */
   val refused = new AtomicLong
 
-  private val maxReasons = 10
+  private val reasons = new Reasons
+
+  def refuse(reason: String): Unit = reasons.count(refused, reason)
+
+  def toMap: java.util.Map[String, Any] = Reasons.ordered("invocations" -> invocations.get(),
+    "effective" -> effective.get(), "nanos" -> nanos.get(), "refused" -> refused.get(),
+    "refusal_reasons" -> reasons.list)
+}
+
+/** One guard's figures in a session (`sparkext.metrics(spark)["guards"][name]`). */
+final class GuardFigures {
+  /** Planning units the guard judged (a query, and each subquery planned apart from it). */
+  val judged = new AtomicLong
+  /** Queries the guard refused (a guard that raised included: guards fail closed). */
+  val refusedQueries = new AtomicLong
+  /** Queries the guard would have refused, let through because its mode is warn. */
+  val warned = new AtomicLong
+  /** Queries the guard raised on (counted in `refusedQueries` too). */
+  val errors = new AtomicLong
+  /** Wall-clock nanoseconds in the guard, in Python. */
+  val nanos = new AtomicLong
+
+  private val reasons = new Reasons
+
+  def refuse(reason: String): Unit = reasons.count(refusedQueries, reason)
+
+  def warn(reason: String): Unit = reasons.count(warned, reason)
+
+  def toMap: java.util.Map[String, Any] = Reasons.ordered("judged" -> judged.get(),
+    "refused_queries" -> refusedQueries.get(), "warned" -> warned.get(),
+    "errors" -> errors.get(), "nanos" -> nanos.get(), "reasons" -> reasons.list)
+}
+
+/** The last distinct reasons given (at most 10), oldest first. */
+final class Reasons {
+  private val max = 10
   private val reasons = new java.util.ArrayDeque[String]()
 
-  def refuse(reason: String): Unit = {
-    refused.incrementAndGet()
-    reasons.synchronized {
-      if (!reasons.contains(reason)) {
-        if (reasons.size == maxReasons) reasons.removeFirst()
-        reasons.addLast(reason)
-      }
+  def add(reason: String): Unit = reasons.synchronized {
+    if (!reasons.contains(reason)) {
+      if (reasons.size == max) reasons.removeFirst()
+      reasons.addLast(reason)
     }
   }
 
-  def toMap: java.util.Map[String, Any] = {
+  def list: java.util.List[String] = reasons.synchronized(new java.util.ArrayList[String](reasons))
+
+  /** One more in `counter`, for `reason`. */
+  def count(counter: AtomicLong, reason: String): Unit = {
+    counter.incrementAndGet()
+    add(reason)
+  }
+}
+
+object Reasons {
+  /** Figures as a JSON object's fields, in this order. */
+  def ordered(fields: (String, Any)*): java.util.Map[String, Any] = {
     val m = new java.util.LinkedHashMap[String, Any]()
-    m.put("invocations", invocations.get())
-    m.put("effective", effective.get())
-    m.put("nanos", nanos.get())
-    m.put("refused", refused.get())
-    m.put("refusal_reasons", reasons.synchronized(new java.util.ArrayList[String](reasons)))
+    fields.foreach { case (k, v) => m.put(k, v) }
     m
   }
 }
@@ -73,6 +112,16 @@ final class BridgeMetrics {
   val timeouts = new AtomicLong
   /** The input plan could not be encoded (a bug in sparkext: please report it). */
   val encodeErrors = new AtomicLong
+  /** Queries the guards refused: a guard refused, raised, or none could judge. */
+  val refusedQueries = new AtomicLong
+  /** Queries refused because no guard could judge them (worker, time-out, settings). */
+  val guardFailures = new AtomicLong
+  /** Time spent judging queries, the guards' facts and the worker's answer included. */
+  val guardNanos = new AtomicLong
+  /** Of that, listing the files the guards need ([[RelationFacts]]). */
+  val guardFactsNanos = new AtomicLong
+  /** Of that, the round trip to the guard worker (Python's decoding and guards included). */
+  val guardCallNanos = new AtomicLong
 
   val encodeNanos = new AtomicLong
   val pythonNanos = new AtomicLong
@@ -86,6 +135,15 @@ final class BridgeMetrics {
   def rule(name: String): RuleFigures = rules.synchronized {
     var f = rules.get(name)
     if (f == null) { f = new RuleFigures; rules.put(name, f) }
+    f
+  }
+
+  /** Per guard, by name, in first-judged order. */
+  private val guards = new java.util.LinkedHashMap[String, GuardFigures]()
+
+  def guard(name: String): GuardFigures = guards.synchronized {
+    var f = guards.get(name)
+    if (f == null) { f = new GuardFigures; guards.put(name, f) }
     f
   }
 
@@ -105,7 +163,10 @@ final class BridgeMetrics {
     "skipped_breaker" -> skippedBreaker, "skipped_worker" -> skippedWorker,
     "worker_errors" -> workerErrors, "accepted" -> accepted, "unchanged" -> unchanged,
     "rejected" -> rejected, "python_errors" -> pythonErrors, "timeouts" -> timeouts,
-    "encode_errors" -> encodeErrors, "encode_nanos" -> encodeNanos,
+    "encode_errors" -> encodeErrors, "refused_queries" -> refusedQueries,
+    "guard_failures" -> guardFailures, "guard_nanos" -> guardNanos,
+    "guard_facts_nanos" -> guardFactsNanos, "guard_call_nanos" -> guardCallNanos,
+    "encode_nanos" -> encodeNanos,
     "python_nanos" -> pythonNanos, "rebuild_nanos" -> rebuildNanos,
     "validate_nanos" -> validateNanos, "payload_bytes" -> payloadBytes)
 
@@ -113,6 +174,7 @@ final class BridgeMetrics {
     all.foreach(_._2.set(0))
     warnings.synchronized(warnings.clear())
     rules.synchronized(rules.clear())
+    guards.synchronized(guards.clear())
   }
 
   def toJson: String = {
@@ -125,6 +187,12 @@ final class BridgeMetrics {
       while (it.hasNext) { val e = it.next(); byRule.put(e.getKey, e.getValue.toMap) }
     }
     m.put("rules", byRule)
+    val byGuard = new java.util.LinkedHashMap[String, Any]()
+    guards.synchronized {
+      val it = guards.entrySet.iterator
+      while (it.hasNext) { val e = it.next(); byGuard.put(e.getKey, e.getValue.toMap) }
+    }
+    m.put("guards", byGuard)
     new ObjectMapper().writeValueAsString(m)
   }
 }

@@ -65,9 +65,12 @@ final class PlanEncoder(spec: MirrorSpec, facts: RelationFacts.ForPlan = null) {
    * Writes the request: the header object (`header` adds the call's fields), a newline,
    * then the body object (plan, attribute and type tables). Python parses the body only
    * when a rule first reads the plan; the header names the root node's kind so that
-   * Python can hand rules a root of the right class before that.
+   * Python can hand rules a root of the right class before that. `more`, when given, writes
+   * fields of its own into the body after `plan` (with [[writePlan]] for more plans), before
+   * the attribute and type tables, which then hold what it wrote too.
    */
-  def encode(plan: LogicalPlan, header: JsonGenerator => Unit): Array[Byte] = {
+  def encode(plan: LogicalPlan, header: JsonGenerator => Unit,
+      more: JsonGenerator => Unit = null): Array[Byte] = {
     g.writeStartObject()
     g.writeNumberField("v", PlanCodec.Version)
     header(g)
@@ -92,6 +95,7 @@ final class PlanEncoder(spec: MirrorSpec, facts: RelationFacts.ForPlan = null) {
     g.writeStartObject() // after the root-value separator: a newline
     g.writeFieldName("plan")
     node(plan)
+    if (more != null) more(g)
     g.writeArrayFieldStart("attrs")
     attributes.foreach { a =>
       g.writeStartArray()
@@ -111,6 +115,12 @@ final class PlanEncoder(spec: MirrorSpec, facts: RelationFacts.ForPlan = null) {
     g.flush()
     out.toByteArray
   }
+
+  /** Writes another plan into the body, in the same tables (for `encode`'s `more`). */
+  def writePlan(p: LogicalPlan): Unit = node(p)
+
+  /** Handles given so far: objects `0 until handleCount` are `call.objectAt`. */
+  def handleCount: Int = handles.length
 
   private def handle(o: AnyRef): Int = {
     val h = handles.length

@@ -14,9 +14,10 @@ import org.apache.spark.sql.internal.SQLConf
  * What sparkext did in one query, for the `sparkext` section of Spark's extended explain
  * (`ExplainShim`, Spark 4.x): per Python rule, how often it ran and changed the plan, its
  * time in Python, why it changed something (`sparkext.because`) and why a change was
- * refused. One report per query, known by the planning tracker of the thread optimizing it
- * (its subqueries and every optimizer call share it); the plans the calls return carry it
- * in [[QueryReport.Tag]], so the explain finds it from the plan it is given.
+ * refused; per guard, what it decided. One report per query, known by the planning
+ * tracker of the thread optimizing it (its subqueries and every optimizer call share it);
+ * the plans the calls return carry it in [[QueryReport.Tag]], so the explain finds it from
+ * the plan it is given.
  */
 final class QueryReport {
   private final class Entry {
@@ -28,6 +29,8 @@ final class QueryReport {
   }
   private val rules = mutable.LinkedHashMap.empty[String, Entry]
   private val notes = mutable.LinkedHashSet.empty[String]
+  /** Each guard's decisions on the query's units: (guard, decision, reason), each once. */
+  private val guards = mutable.LinkedHashSet.empty[(String, String, String)]
 
   private def entry(rule: String): Entry = rules.getOrElseUpdate(rule, new Entry)
 
@@ -42,18 +45,27 @@ final class QueryReport {
 
   def refused(rule: String, reason: String): Unit = synchronized(entry(rule).refusals += reason)
 
+  /** A guard's decision on one of the query's units ([[Guards]]). */
+  def guard(name: String, decision: String, reason: String): Unit = synchronized {
+    guards += ((name, decision, reason))
+  }
+
   /** A call that failed without naming a rule, or one that did not reach Python. */
   def note(message: String): Unit = synchronized(notes += message)
 
   def render: String = synchronized {
     val out = new StringBuilder
-    if (rules.isEmpty) out ++= "no Python rule ran\n"
+    if (rules.isEmpty && guards.isEmpty) out ++= "no Python rule ran\n"
     rules.foreach { case (name, e) =>
       val changed = if (e.effective == 0) "unchanged" else s"changed the plan ${e.effective}x"
       val ms = f"${e.nanos / 1e6}%.3f"
       out ++= s"$name: ran ${e.invocations}x, $changed, $ms ms\n"
       e.because.foreach(r => out ++= s"  because: $r\n")
       e.refusals.foreach(r => out ++= s"  refused: $r\n")
+    }
+    guards.foreach { case (name, decision, reason) =>
+      val did = QueryReport.Decided.getOrElse(decision, decision)
+      out ++= s"guard $name: $did" + (if (reason.isEmpty) "\n" else s": $reason\n")
     }
     notes.foreach(n => out ++= s"note: $n\n")
     out.toString
@@ -62,6 +74,10 @@ final class QueryReport {
 
 object QueryReport {
   val Tag: TreeNodeTag[QueryReport] = TreeNodeTag[QueryReport]("sparkext.report")
+
+  /** How the explain words a guard's decision ([[Decision]]). */
+  private val Decided = Map(Decision.Allow -> "allowed", Decision.Refuse -> "refused",
+    Decision.Warn -> "would refuse (warn mode)", Decision.Error -> "failed (refused)")
 
   private val byQuery = new java.util.WeakHashMap[QueryPlanningTracker, QueryReport]()
 

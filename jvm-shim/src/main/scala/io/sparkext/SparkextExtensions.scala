@@ -11,7 +11,10 @@ import org.apache.spark.sql.sparkext.SparkextConf
  * until `sparkext.enable(spark)` registers Python rules for the session.
  *
  * It also injects the table functions `sparkext_metrics()` and `sparkext_reset_metrics()`
- * ([[MetricsTable]]): the counters for clients without py4j, such as Spark Connect.
+ * ([[MetricsTable]]): the counters for clients without py4j, such as Spark Connect; and the
+ * guards' planner strategy ([[GuardStrategy]]), which judges every query when the launch
+ * configuration names guards (`spark.sparkext.guards`, docs/guards.md) and does nothing
+ * otherwise. A strategy, not an optimizer rule: no session setting can take it out.
  *
  * Loading it registers the `spark.sparkext.*` config entries ([[SparkextConf]]).
  */
@@ -23,5 +26,6 @@ class SparkextExtensions extends (SparkSessionExtensions => Unit) {
     ext.injectPreCBORule((session: SparkSession) => new PythonRules(session, Position.Once))
     ext.injectOptimizerRule((session: SparkSession) => new PythonRules(session, Position.FixedPoint))
     MetricsTable.functions.foreach(ext.injectTableFunction)
+    ext.injectPlannerStrategy((session: SparkSession) => new GuardStrategy(session))
   }
 }

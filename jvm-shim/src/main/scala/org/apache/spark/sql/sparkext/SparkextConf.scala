@@ -2,7 +2,9 @@ package org.apache.spark.sql.sparkext
 
 import java.util.concurrent.ConcurrentHashMap
 
-import org.apache.spark.internal.config.ConfigEntry
+import org.apache.spark.SparkConf
+import org.apache.spark.internal.config.{ConfigEntry, OptionalConfigEntry}
+import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -30,6 +32,7 @@ object SparkextConf {
   val Prefix = "spark.sparkext."
 
   private def buildConf(name: String) = SQLConf.buildConf(Prefix + name).version(Since)
+  private def buildStaticConf(name: String) = SQLConf.buildStaticConf(Prefix + name).version(Since)
 
   val ENABLED: ConfigEntry[Boolean] = buildConf("enabled")
     .doc("Whether the Python rules registered by sparkext.enable(spark) (or named by " +
@@ -57,8 +60,9 @@ object SparkextConf {
       "whose files are not known by then is sent without them (what was read is cached " +
       "for the next call). 0 waits without limit.")
 
-  private def millisConf(name: String, default: Long, doc: String): ConfigEntry[Long] =
-    buildConf(name).doc(doc).longConf
+  private def millisConf(name: String, default: Long, doc: String,
+      static: Boolean = false): ConfigEntry[Long] =
+    (if (static) buildStaticConf(name) else buildConf(name)).doc(doc).longConf
       .checkValue(_ >= 0, "It must be a number of milliseconds >= 0.")
       .createWithDefault(default)
 
@@ -83,8 +87,85 @@ object SparkextConf {
     .stringConf
     .createWithDefault("")
 
+  // ---- guards (docs/guards.md) ---------------------------------------------------------------
+  //
+  // Static: a platform team sets them at launch (--conf, spark-defaults.conf, the builder
+  // before the context starts), and a session can neither set nor unset them
+  // (CANNOT_MODIFY_STATIC_CONFIG). sparkext reads them once per SparkContext, from its
+  // SparkConf, never from a session's conf (`guardSettings`).
+
+  val GUARDS: ConfigEntry[String] = buildStaticConf("guards")
+    .doc("Comma-separated module:attribute entries naming guards (sparkext.guard), guard " +
+      "lists, or both: Python checks that may refuse a query. They run in a Python process " +
+      "the driver starts, on every query of every session; no session setting removes " +
+      "them. Static: set at launch.")
+    .stringConf
+    .createWithDefault("")
+
+  val GUARDS_TIMEOUT_MS: ConfigEntry[Long] = millisConf("guards.timeoutMs", 30000L,
+    "How long, in milliseconds, a query waits for the guards' verdict; a query not judged " +
+      "by then is refused, and the guard process restarted. 0 waits without limit. Static: " +
+      "set at launch.", static = true)
+
+  private def modeConf(guard: String): ConfigEntry[String] = buildStaticConf(s"guards.$guard.mode")
+    .doc(s"What the $guard guard does with a query it would refuse: refuse it, or warn " +
+      "(one log line per query, and an audit record) and let it run. Static: set at launch.")
+    .stringConf
+    .transform(_.trim.toLowerCase(java.util.Locale.ROOT))
+    .checkValues(Set("refuse", "warn"))
+    .createWithDefault("refuse")
+
+  val PARTITION_FILTER_TABLES: ConfigEntry[String] = buildStaticConf("guards.partitionFilter.tables")
+    .doc("Partitioned tables a query may read only with a filter on their partition " +
+      "columns: * for every partitioned relation (path reads included), or comma-separated " +
+      "table names (a name matches a table whose qualified name ends with it). Empty: the " +
+      "guard is off. Static: set at launch.")
+    .stringConf
+    .createWithDefault("")
+
+  val PARTITION_FILTER_ALLOW: ConfigEntry[String] = buildStaticConf("guards.partitionFilter.allow")
+    .doc("Comma-separated table names the partitionFilter guard lets through without a " +
+      "partition filter. Static: set at launch.")
+    .stringConf
+    .createWithDefault("")
+
+  val PARTITION_FILTER_MODE: ConfigEntry[String] = modeConf("partitionFilter")
+
+  /** An optional limit: a size (`bytes`, with units: 100g) or a count. */
+  private def limitConf(name: String, bytes: Boolean, doc: String): OptionalConfigEntry[Long] = {
+    val b = buildStaticConf(name).doc(doc + " Static: set at launch.")
+    (if (bytes) b.bytesConf(ByteUnit.BYTE) else b.longConf)
+      .checkValue(_ >= 0, "It must be a number >= 0.")
+      .createOptional
+  }
+
+  val MAX_SCAN_BYTES: OptionalConfigEntry[Long] = limitConf("guards.maxScan.bytes", bytes = true,
+    "The most bytes of files one query's scans may read after partition pruning (its " +
+      "subqueries included), e.g. 100g. Unset: no limit.")
+
+  val MAX_SCAN_FILES: OptionalConfigEntry[Long] = limitConf("guards.maxScan.files", bytes = false,
+    "The most files one query's scans may read after partition pruning. Unset: no limit.")
+
+  val MAX_SCAN_PARTITIONS: OptionalConfigEntry[Long] = limitConf("guards.maxScan.partitions",
+    bytes = false, "The most partitions one query's scans may read after partition pruning. " +
+      "Unset: no limit.")
+
+  val MAX_SCAN_MODE: ConfigEntry[String] = modeConf("maxScan")
+
+  val CARTESIAN_BYTES: OptionalConfigEntry[Long] = limitConf("guards.cartesian.bytes", bytes = true,
+    "A join without an equality between its two sides (a cartesian product or a non-equi " +
+      "join) is refused when Catalyst estimates both sides larger than this, e.g. 1g. " +
+      "Unset: the guard is off.")
+
+  val CARTESIAN_MODE: ConfigEntry[String] = modeConf("cartesian")
+
+  val guardEntries: Seq[ConfigEntry[_]] = Seq(GUARDS, GUARDS_TIMEOUT_MS, PARTITION_FILTER_TABLES,
+    PARTITION_FILTER_ALLOW, PARTITION_FILTER_MODE, MAX_SCAN_BYTES, MAX_SCAN_FILES,
+    MAX_SCAN_PARTITIONS, MAX_SCAN_MODE, CARTESIAN_BYTES, CARTESIAN_MODE)
+
   val entries: Seq[ConfigEntry[_]] =
-    Seq(ENABLED, STRICT, TIMEOUT_MS, COOLDOWN_MS, FACTS_TIMEOUT_MS, EXCLUDED_RULES, RULES, PYTHON)
+    Seq(ENABLED, STRICT, TIMEOUT_MS, COOLDOWN_MS, FACTS_TIMEOUT_MS, EXCLUDED_RULES, RULES,
+      PYTHON) ++ guardEntries
 
   val Enabled: String = ENABLED.key
   val Strict: String = STRICT.key
@@ -96,6 +177,7 @@ object SparkextConf {
   val ExcludedRules: String = EXCLUDED_RULES.key
   val Rules: String = RULES.key
   val Python: String = PYTHON.key
+  val Guards: String = GUARDS.key
 
   /** Every key, sorted. */
   val keys: Seq[String] = entries.map(_.key).sorted
@@ -157,7 +239,8 @@ object SparkextConf {
     entries.foreach(e => settings.get(e.key).foreach(v => e.valueConverter(v)))
 
   /** key, default, doc of each entry, in order (README's table is tested against it). */
-  def describe: Seq[(String, String, String)] = entries.map(e => (e.key, e.defaultValueString, e.doc))
+  def describe: Seq[(String, String, String)] =
+    entries.map(e => (e.key, if (e.defaultValue.isEmpty) "" else e.defaultValueString, e.doc))
 
   /** What was warned about already in this JVM: each unknown key or rule name warns once. */
   private val warned = ConcurrentHashMap.newKeySet[String]()
@@ -188,4 +271,38 @@ object SparkextConf {
       s"sparkext: $ExcludedRules names '$n', which no registered rule has, and is ignored; " +
         s"the registered rules are ${known.mkString(", ")}")
   }
+
+  /**
+   * The guards as the application's launch configuration names them (`conf`: the
+   * SparkContext's), read through the entries, so a bad value fails as Spark fails its own
+   * (the caller refuses every query with that error: guards fail closed).
+   */
+  def guardSettings(conf: SparkConf): GuardSettings = {
+    def names(entry: ConfigEntry[String]): Seq[String] = namesIn(conf.get(entry))
+    GuardSettings(
+      entries = conf.get(GUARDS).trim,
+      timeoutMs = conf.get(GUARDS_TIMEOUT_MS),
+      partitionFilter = Some(names(PARTITION_FILTER_TABLES)).filter(_.nonEmpty)
+        .map(t => PartitionFilterSettings(t, names(PARTITION_FILTER_ALLOW), conf.get(PARTITION_FILTER_MODE))),
+      maxScan = Some(MaxScanSettings(conf.get(MAX_SCAN_BYTES), conf.get(MAX_SCAN_FILES),
+        conf.get(MAX_SCAN_PARTITIONS), conf.get(MAX_SCAN_MODE))).filter(_.limited),
+      cartesian = conf.get(CARTESIAN_BYTES).map(b => CartesianSettings(b, conf.get(CARTESIAN_MODE))))
+  }
 }
+
+/** The launch configuration's guards: the modules named, and the built-in guards set up. */
+final case class GuardSettings(entries: String, timeoutMs: Long,
+    partitionFilter: Option[PartitionFilterSettings], maxScan: Option[MaxScanSettings],
+    cartesian: Option[CartesianSettings]) {
+  /** Whether any guard runs. */
+  def any: Boolean = entries.nonEmpty || partitionFilter.nonEmpty || maxScan.nonEmpty || cartesian.nonEmpty
+}
+
+final case class PartitionFilterSettings(tables: Seq[String], allow: Seq[String], mode: String)
+
+final case class MaxScanSettings(bytes: Option[Long], files: Option[Long], partitions: Option[Long],
+    mode: String) {
+  def limited: Boolean = bytes.nonEmpty || files.nonEmpty || partitions.nonEmpty
+}
+
+final case class CartesianSettings(bytes: Long, mode: String)
