@@ -195,12 +195,21 @@ def bypasses(spark, refused: str, setup: dict) -> dict:
 
 
 def wait_gone(pid: int) -> None:
-    """Until the killed process is gone (reaped by the JVM's watcher)."""
+    """Until the killed process is gone, or a zombie the JVM has yet to reap."""
     deadline = time.monotonic() + 30
-    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+    while alive(pid):
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} is still there")
         threading.Event().wait(0.02)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # (the state follows the command's closing parenthesis)
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def broken_context(spark, setup: dict) -> dict:
