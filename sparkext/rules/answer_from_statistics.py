@@ -29,10 +29,10 @@ from __future__ import annotations
 from typing import Any
 
 from sparkext import catalyst_names as names
-from sparkext.expressions import Alias, AttributeReference, Expression, ExprId, OpaqueExpression
+from sparkext.expressions import Alias, AttributeReference, Expression, OpaqueExpression
 from sparkext.optimizer import because
-from sparkext.plan import Aggregate, Filter, LocalRows, LogicalPlan, Project, Relation
-from sparkext.predicates import split_conjuncts
+from sparkext.plan import Aggregate, LocalRows, LogicalPlan, Relation
+from sparkext.rules._file_scans import scan_under
 
 __all__ = ["answer_from_statistics"]
 
@@ -52,7 +52,7 @@ def _answer(node: LogicalPlan) -> LogicalPlan:
             if not calls or any(c is None for c in calls):
                 return node
             columns = {c[1].expr_id: c[1] for c in calls if c is not None and c[1] is not None}
-            scan = _scan_under(child, list(columns.values()))
+            scan = scan_under(child, list(columns.values()))
             if scan is None:
                 return node
             relation, mapping = scan
@@ -94,42 +94,6 @@ def _call(e: Expression) -> tuple[str, AttributeReference | None] | None:
             and arg.data_type.name not in _FLOATING:
         return fn.cls.lower(), arg
     return None
-
-
-def _scan_under(node: LogicalPlan, columns: list[AttributeReference]
-                ) -> tuple[Relation, dict[ExprId, AttributeReference]] | None:
-    """The file relation under ``node``, with the relation's column for each of
-    ``columns`` (by id), through deterministic Projects and partition-column Filters."""
-    match node:
-        case Project(project_list=exprs, child=child) if node.deterministic:
-            below: dict[ExprId, AttributeReference] = {}
-            for e in exprs:
-                if isinstance(e, AttributeReference):
-                    below[e.expr_id] = e
-                elif isinstance(e, Alias) and isinstance(e.child, AttributeReference):
-                    below[e.expr_id] = e.child
-            if any(c.expr_id not in below for c in columns):
-                return None
-            found = _scan_under(child, list({below[c.expr_id].expr_id: below[c.expr_id]
-                                             for c in columns}.values()))
-            if found is None:
-                return None
-            relation, mapping = found
-            return relation, {c.expr_id: mapping[below[c.expr_id].expr_id] for c in columns}
-        case Filter(condition=cond, child=child) if cond.deterministic:
-            found = _scan_under(child, columns)
-            if found is None:
-                return None
-            parts = {a.expr_id for a in found[0].facts.partition_columns}
-            if all(c.references and c.references <= parts for c in split_conjuncts(cond)):
-                return found
-            return None
-        case Relation() if node.facts.files is not None and \
-                all(c.expr_id in node.output_ids for c in columns):
-            by_id = {a.expr_id: a for a in node.output}
-            return node, {c.expr_id: by_id[c.expr_id] for c in columns}
-        case _:
-            return None
 
 
 def _value(relation: Relation, fn: str, column: AttributeReference | None) -> Any:

@@ -51,7 +51,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkext.expressions import (
-    Alias,
     AttributeReference,
     Expression,
     GreaterThanOrEqual,
@@ -63,8 +62,9 @@ from sparkext.expressions import (
 from sparkext.facts import ColumnStats, DataFile, Format
 from sparkext.optimizer import because
 from sparkext.ordering import top_k_rows
-from sparkext.plan import Filter, LogicalPlan, Project, Relation, Sort
+from sparkext.plan import Filter, LogicalPlan, Relation, Sort
 from sparkext.predicates import split_conjuncts
+from sparkext.rules._file_scans import scan_under
 
 __all__ = ["bound_top_k"]
 
@@ -102,10 +102,13 @@ class _Unit:
 
 def _bounded(sort: Sort, rows: int) -> Sort | None:
     key = sort.order[0]
-    found = _scan_under(sort.child, key.child)
+    if not isinstance(key.child, AttributeReference):
+        return None
+    found = scan_under(sort.child, [key.child])
     if found is None:
         return None
-    relation, column = found
+    relation, columns = found
+    column = columns[key.child.expr_id]
     per_file = _units(relation, column)
     if per_file is None:
         return None
@@ -167,36 +170,6 @@ def _threshold(units: list[_Unit], needed: int, descending: bool
         if total >= needed:
             return (u.low if descending else u.high), i
     return None
-
-
-def _scan_under(node: LogicalPlan, key: Expression
-                ) -> tuple[Relation, AttributeReference] | None:
-    """The file relation under ``node`` and its column ``key`` is, through deterministic
-    Projects (the column passed up or renamed) and Filters on partition columns only."""
-    if not isinstance(key, AttributeReference):
-        return None
-    match node:
-        case Project(project_list=exprs, child=child) if node.deterministic:
-            for e in exprs:
-                if isinstance(e, AttributeReference) and e.expr_id == key.expr_id:
-                    return _scan_under(child, e)
-                if isinstance(e, Alias) and e.expr_id == key.expr_id:
-                    return _scan_under(child, e.child)
-            return None
-        case Filter(condition=cond, child=child) if cond.deterministic:
-            found = _scan_under(child, key)
-            if found is None:
-                return None
-            parts = {a.expr_id for a in found[0].facts.partition_columns}
-            if all(c.references and c.references <= parts for c in split_conjuncts(cond)):
-                return found
-            return None
-        case Relation() if key.expr_id in node.output_ids:
-            if node.facts.files is None:
-                return None
-            return node, next(a for a in node.output if a.expr_id == key.expr_id)
-        case _:
-            return None
 
 
 def _conjuncts_above(node: LogicalPlan, relation: Relation) -> list[Expression]:
