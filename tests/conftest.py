@@ -4,7 +4,9 @@ plugin), the corpus tables, TPC-H data, and helpers to run rules through the bri
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,12 +44,25 @@ def order_facts_hold(request):
         pytest.fail("\n\n".join(failures), pytrace=False)
 
 
+#: The fixtures that start Spark: the session, tests/test_guards.py's application runs,
+#: tests/test_connect.py's Connect servers.
+SPARK_FIXTURES = frozenset({"spark", "runs", "servers"})
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", default=False,
                      help="also run suites marked slow (make test-all)")
 
 
 def pytest_collection_modifyitems(config, items):
+    # A test that uses a fixture that starts Spark (SPARK_FIXTURES, directly or through
+    # another fixture) is marked ``spark``; a test that starts one itself (a child process)
+    # says so with ``@pytest.mark.spark``. So ``pytest -m "not spark"`` runs the
+    # pure-Python tests, in seconds.
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())) - set(params):
+            item.add_marker(pytest.mark.spark)
     if config.getoption("--run-slow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --run-slow (make test-all)")
@@ -66,11 +81,20 @@ def tables(spark):
 def tpch_dir(scale: str = TPCH_SCALE) -> Path:
     """Generates TPC-H parquet data once per checkout (tpchgen-cli) and returns its folder."""
     out = CACHE / f"tpch-sf{scale}"
-    if not all((out / f"{t}.parquet").exists() for t in TPCH_TABLES):
-        out.mkdir(parents=True, exist_ok=True)
-        exe = Path(sys.executable).parent / "tpchgen-cli"
-        subprocess.run([str(exe), "parquet", "-s", scale, f"--output-dir={out}"], check=True,
-                       stdout=subprocess.DEVNULL)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # A lock: make test's two processes (pytest-xdist) may both ask first. Written aside
+    # and renamed: a run killed midway leaves no folder that looks complete.
+    with open(CACHE / f"tpch-sf{scale}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((out / f"{t}.parquet").exists() for t in TPCH_TABLES):
+            partial = CACHE / f"tpch-sf{scale}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
+            exe = Path(sys.executable).parent / "tpchgen-cli"
+            subprocess.run([str(exe), "parquet", "-s", scale, f"--output-dir={partial}"],
+                           check=True, stdout=subprocess.DEVNULL)
+            shutil.rmtree(out, ignore_errors=True)
+            partial.rename(out)
     return out
 
 
@@ -124,16 +148,42 @@ def conf(spark, settings: dict):
                 spark.conf.set(k, v)
 
 
+_REPORTS = pytest.StashKey[list]()
+
+
 def report(request, lines) -> None:
-    """Prints a summary to the terminal, past pytest's output capture."""
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    """Prints a summary to the terminal, past pytest's output capture. Under pytest-xdist
+    (whose workers' output goes nowhere) the lines go to the controller, which prints them
+    at the end of the run."""
+    config = request.config
+    if hasattr(config, "workerinput"):
+        config.stash.setdefault(_REPORTS, []).extend(["", *lines])
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is None:
         return
     with capture.global_and_fixture_disabled():
         reporter.write_line("")
         for line in lines:
             reporter.write_line(line)
+
+
+def pytest_sessionfinish(session):
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["sparkext_reports"] = session.config.stash.get(_REPORTS, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    node.config.stash.setdefault(_REPORTS, []).extend(
+        getattr(node, "workeroutput", {}).get("sparkext_reports", []))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    for line in config.stash.get(_REPORTS, []):
+        terminalreporter.write_line(line)
 
 
 def jvm_seq(seq):

@@ -262,7 +262,10 @@ def test_after_a_timeout_the_next_call_gets_its_own_answer(spark, tables):
             with rules_enabled(spark, [blocking_rule(release)]):
                 collect(filtered_projection(spark))
             release.set()
-            with rules_enabled(spark, [swap_filter_below_project]):
+            # (a long timeout from here: this call must not time out, however busy the
+            # machine is)
+            with conf(spark, {"spark.sparkext.timeoutMs": "60000"}), \
+                    rules_enabled(spark, [swap_filter_below_project]):
                 sparkext.reset_metrics(spark)
                 df = filtered_projection(spark)
                 assert_same_rows(expected, collect(df))

@@ -93,7 +93,9 @@ def test_a_rule_stuck_inside_itself_keeps_at_most_one_thread(spark, tables):
             stop.set()
             assert wait_until(lambda: handle.bridge.running_calls() == 0)
             sparkext.reset_metrics(spark)
-            assert_same_rows(expected, collect(spark.sql(QUERY)))
+            # (a long timeout: this call must not time out, however busy the machine is)
+            with conf(spark, {"spark.sparkext.timeoutMs": "60000"}):
+                assert_same_rows(expected, collect(spark.sql(QUERY)))
             released = sparkext.metrics(spark)
     finally:
         stop.set()

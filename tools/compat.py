@@ -9,6 +9,8 @@ skip counts and the wall time, then the total, and exits non-zero if any row fai
     tools/compat.py --only spark4.2_2.13  some rows (by name; repeatable)
     tools/compat.py --skip spark4.3_2.13  all rows but some
     tools/compat.py --list             the table
+    tools/compat.py --jobs 2           two rows side by side (rows that share a venv or a
+                                       lock, e.g. Ivy's cache, one after the other)
     tools/compat.py --wheel dist/sparkext-X.whl
                                        test that wheel, installed into each venv, instead
                                        of the tree's sparkext/ (the tests still come from
@@ -21,8 +23,9 @@ tests/compat/conftest.py and tests/conftest.py), and any environment variables:
 
     ENVIRONMENTS = (*(_line_env(line) for line in versions.LINES),
                     Env("delta4.2", "4.2.0", tests=("tests/compat/test_delta.py",),
-                        requirements=("delta-spark==4.4.0",)),
-                    Env("iceberg4.1", "4.1.4", tests=("tests/compat/test_iceberg.py",)),
+                        requirements=("delta-spark==4.4.0",), lock="ivy"),
+                    Env("iceberg4.1", "4.1.4", tests=("tests/compat/test_iceberg.py",),
+                        lock="ivy"),
                     Env("standalone4.3", "4.3.0", tests=("tests/compat/test_standalone.py",)))
 
 The core rows come from sparkext/versions.py (one per supported line, pyspark = the
@@ -41,6 +44,7 @@ pyspark sdist (``wheels/``), else from PyPI.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import hashlib
 import os
@@ -48,7 +52,9 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +87,10 @@ class Env:
     env: tuple[tuple[str, str], ...] = ()
     #: run only when asked for by name (``--only``), e.g. a row whose cache is not built
     optional: bool = False
+    #: rows with the same lock never run at the same time under ``--jobs`` (rows sharing a
+    #: venv never do either): "ivy" for rows that resolve ``spark.jars.packages``, whose
+    #: Ivy cache two resolvers at once can corrupt
+    lock: str | None = None
 
 
 def _line_env(line) -> Env:
@@ -99,9 +109,9 @@ ENVIRONMENTS: tuple[Env, ...] = (
     *(_line_env(line) for line in versions.LINES),
     # Delta caps pyspark at 4.2.0, and 4.4.1's jars are not on Maven Central: 4.4.0 exactly.
     Env("delta4.2", "4.2.0", tests=("tests/compat/test_delta.py",),
-        requirements=("delta-spark==4.4.0",)),
+        requirements=("delta-spark==4.4.0",), lock="ivy"),
     # Iceberg 1.12's newest runtime is for Spark 4.1 (it comes through spark.jars.packages).
-    Env("iceberg4.1", "4.1.4", tests=("tests/compat/test_iceberg.py",)),
+    Env("iceberg4.1", "4.1.4", tests=("tests/compat/test_iceberg.py",), lock="ivy"),
     # A master and two workers from pyspark's bin/spark-class; spark-submit to them.
     Env("standalone4.3", "4.3.0", tests=("tests/compat/test_standalone.py",)),
 )
@@ -232,6 +242,31 @@ def run_env(env: Env, venv: Path, extra: list[str], timeout: float,
             "log": log, "out": out}
 
 
+def chains(rows: list[Env]) -> list[list[tuple[int, Env]]]:
+    """The rows (with their index, which sets their stride offset) in chains that may run
+    side by side: rows that share a venv or a lock are in one chain, in table order."""
+    chain_of: dict[object, list[tuple[int, Env]]] = {}
+    out: list[list[tuple[int, Env]]] = []
+    for i, env in enumerate(rows):
+        keys = [venv_dir(env), *([("lock", env.lock)] if env.lock else [])]
+        found = [chain_of[k] for k in keys if k in chain_of]
+        chain = found[0] if found else []
+        if not found:
+            out.append(chain)
+        for other in found[1:]:  # this row joins two chains: one chain
+            if other is not chain:
+                chain.extend(other)
+                out.remove(other)
+                for k, v in chain_of.items():
+                    if v is other:
+                        chain_of[k] = chain
+        chain.append((i, env))
+        chain.sort(key=lambda item: item[0])
+        for k in keys:
+            chain_of[k] = chain
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", action="append", help="run only this row (repeatable)")
@@ -242,10 +277,14 @@ def main(argv=None) -> int:
     ap.add_argument("--stride", type=int, default=1, help="run every N-th TPC-H query and "
                     "corpus pipeline, the i-th row from the (i mod N)-th on, so N rows run "
                     "each once (default: every one on every row)")
+    ap.add_argument("--jobs", type=int, default=1, help="rows run side by side (default 1; "
+                    "rows sharing a venv or a lock always run one after the other)")
     ap.add_argument("--wheel", type=Path, help="install this sparkext wheel into each venv "
                     "and test it instead of the tree's sparkext/")
     ap.add_argument("pytest_args", nargs="*", help="passed on to pytest (after --)")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
     if args.list:
         for e in ENVIRONMENTS:
             print(f"{e.name:16} pyspark {e.pyspark:8} {venv_dir(e)}"
@@ -261,22 +300,49 @@ def main(argv=None) -> int:
     start = time.monotonic()
     prepare_data()
     results = []
-    for i, env in enumerate(rows):
-        t0 = time.monotonic()
-        venv = ensure_venv(env)
-        setup = time.monotonic() - t0
-        r = run_env(env, venv, args.pytest_args, args.timeout,
-                    args.wheel.resolve() if args.wheel else None, args.stride, i % args.stride)
-        r["setup"] = setup
-        results.append(r)
-        c = r["counts"]
-        print(f"[compat] {env.name:14} pyspark {env.pyspark:7} "
-              f"{c.get('passed', 0):4} passed {c.get('failed', 0) + c.get('error', 0):3} failed "
-              f"{c.get('skipped', 0):3} skipped  {r['wall']:6.0f} s "
-              f"(+{setup:.0f} s venv)  rc={r['rc']}", flush=True)
-        if r["rc"] != 0:
-            print("\n".join(r["out"].splitlines()[-40:]))
-            print(f"[compat] full log: {r['log']}")
+    printing = threading.Lock()
+
+    stop = threading.Event()  # Ctrl-C: no chain starts another row
+
+    def run_chain(chain: list[tuple[int, Env]]) -> None:
+        for i, env in chain:
+            if stop.is_set():
+                return
+            t0 = time.monotonic()
+            try:
+                venv = ensure_venv(env)
+                setup = time.monotonic() - t0
+                r = run_env(env, venv, args.pytest_args, args.timeout,
+                            args.wheel.resolve() if args.wheel else None, args.stride,
+                            i % args.stride)
+            except Exception:  # noqa: BLE001 - a row that cannot run is a failed row
+                setup = time.monotonic() - t0
+                r = {"name": env.name, "rc": -2, "wall": 0.0, "counts": {},
+                     "log": "(none)", "out": traceback.format_exc()}
+            r["setup"] = setup
+            c = r["counts"]
+            with printing:
+                results.append(r)
+                print(f"[compat] {env.name:14} pyspark {env.pyspark:7} "
+                      f"{c.get('passed', 0):4} passed "
+                      f"{c.get('failed', 0) + c.get('error', 0):3} failed "
+                      f"{c.get('skipped', 0):3} skipped  {r['wall']:6.0f} s "
+                      f"(+{setup:.0f} s venv)  rc={r['rc']}", flush=True)
+                if r["rc"] != 0:
+                    print("\n".join(r["out"].splitlines()[-40:]))
+                    print(f"[compat] full log: {r['log']}")
+
+    # Longest chains first: the pool's last chain to start should be a short one.
+    ordered = sorted(chains(rows), key=len, reverse=True)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        for f in [pool.submit(run_chain, c) for c in ordered]:
+            f.result()
+    except KeyboardInterrupt:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     total = time.monotonic() - start
     failed = [r["name"] for r in results if r["rc"] != 0]
     print(f"[compat] {len(results)} rows in {total:.0f} s; "

@@ -24,7 +24,7 @@ import os
 import pytest
 
 from sparkext.optimizer import CHECK_CLAIMS_ENV
-from sparkext.testing.plans import SnapshotStats, assert_plan_snapshot
+from sparkext.testing.snapshots import SnapshotStats, assert_plan_snapshot
 
 _STATS = pytest.StashKey[SnapshotStats]()
 
@@ -64,6 +64,27 @@ def plan_snapshot(request):
         assert_plan_snapshot(df, name, kind, directory=directory, update=update, stats=stats,
                              **kw)
     return check
+
+
+def pytest_sessionfinish(session):
+    # Under pytest-xdist each worker counts its own snapshots: they go to the controller,
+    # which prints the one line (pytest_testnodedown).
+    out = getattr(session.config, "workeroutput", None)
+    stats = session.config.stash.get(_STATS, None)
+    if out is not None and stats is not None:
+        out["sparkext_snapshots"] = [stats.checked, stats.updated, list(stats.failed)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """(pytest-xdist, on the controller) adds a finished worker's snapshot counts."""
+    got = getattr(node, "workeroutput", {}).get("sparkext_snapshots")
+    stats = node.config.stash.get(_STATS, None)
+    if got and stats is not None:
+        checked, updated, failed = got
+        stats.checked += checked
+        stats.updated += updated
+        stats.failed.extend(failed)
 
 
 def pytest_terminal_summary(terminalreporter, config):
