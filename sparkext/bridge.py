@@ -170,7 +170,7 @@ class RuleBridge:
             if observer is not None:
                 observer(result)
             stats = self.stats_field(result.stats)
-            if result.plan is decoded.plan:
+            if result.plan is decoded.plan and not result.unconverged:
                 # written by hand: the JVM reads this, the common answer, without a JSON parser
                 return '{"unchanged":true,"stats":[' + ",".join(map(str, stats)) + "]}"
             try:
@@ -204,6 +204,8 @@ class RuleBridge:
         because = {name: s.reasons for name, s in result.stats.items() if s.reasons}
         if because:
             answer["because"] = because
+        if result.unconverged:
+            answer["unconverged"] = result.unconverged
         if result.facts:
             # what the ordering rules relied on, for a test suite to check on the rows
             # (SPARKEXT_CHECK_ORDER_FACTS=1; docs/wire-format.md, "Answers")

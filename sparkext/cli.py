@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from sparkext.testing.plans import IDS_BY_NAME, diff_plans, normalize_plan
+from sparkext.testing.snapshots import IDS_BY_NAME, diff_plans, normalize_plan
 
 
 def _session(quiet: bool = True):

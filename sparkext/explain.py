@@ -126,7 +126,7 @@ def explain(df: Any, rules: Iterable[Rule] | Rule | None = None, *, builtin: boo
 
     import sparkext
     from sparkext.session import SparkextError, is_connect
-    from sparkext.testing.plans import normalize_plan
+    from sparkext.testing.snapshots import normalize_plan
 
     spark = df.sparkSession
     if is_connect(spark):

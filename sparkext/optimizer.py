@@ -280,7 +280,8 @@ class Result:
     changed_by: list[str] = field(default_factory=list)
     #: every change, when tracing
     steps: list[Step] = field(default_factory=list)
-    #: batches that stopped at their iteration limit without converging
+    #: one line per batch that stopped at its iteration limit without converging: the
+    #: batch, its limit and the rules that still changed the plan
     unconverged: list[str] = field(default_factory=list)
     #: per rule that ran, in first-run order
     stats: dict[str, RuleStats] = field(default_factory=dict)
@@ -344,8 +345,12 @@ class RuleExecutor:
         left_alone: dict[str, LogicalPlan] = {}
         # The JVM sends relation facts only when a rule that needs them may act on the plan
         # (its pre-check passed): without them, the rules that need them cannot act, and are
-        # not run (the call was made for other rules).
-        with_facts = any(isinstance(n, Relation) and n.facts_ is not None for n in plan.walk())
+        # not run (the call was made for other rules). Asked only when such a rule is in
+        # the batches: walking the plan parses a request's body, which a call whose rules
+        # read nothing never does.
+        with_facts = (any(r.needs for b in self.batches for r in b.rules)
+                      and any(isinstance(n, Relation) and n.facts_ is not None
+                              for n in plan.walk()))
         for batch in self.batches:
             active = [r for r in batch.rules
                       if r.name not in excluded and r.active_with(catalyst_excluded)
@@ -354,8 +359,10 @@ class RuleExecutor:
             rules = [r for r in active if r.name not in subsumed]
             if not rules:
                 continue
+            changed_last: list[str] = []  # the rules that changed the plan in the last round
             for _ in range(batch.strategy.max_iterations):
                 before_round = result.plan
+                changed_last = []
                 for r in rules:
                     if cancelled is not None and cancelled():
                         raise Cancelled
@@ -369,7 +376,9 @@ class RuleExecutor:
                     self._apply(batch, r, result, trace, self.record_facts)
                     if result.plan is before:
                         left_alone[r.name] = before
-                    elif r.idempotent:
+                        continue
+                    changed_last.append(r.name)
+                    if r.idempotent:
                         if self.check_claims:
                             _check_unchanged(r, result.plan, "is declared idempotent")
                         left_alone[r.name] = result.plan
@@ -377,7 +386,16 @@ class RuleExecutor:
                     break
             else:
                 if isinstance(batch.strategy, FixedPoint) and batch.strategy.max_iterations > 1:
-                    result.unconverged.append(batch.name)
+                    # As Catalyst's RuleExecutor outside its tests: the plan is used and
+                    # the JVM warns. (Not failed under a test suite: a rule that rebuilds
+                    # an equal plan every round gives the right rows, and users' suites run
+                    # such rules.)
+                    message = (f"batch '{batch.name}' reached its limit of "
+                               f"{batch.strategy.max_iterations} rounds with the plan still "
+                               f"changing: rule(s) {', '.join(changed_last)} changed it in the "
+                               "last round (a rule that adds a node each time it runs never "
+                               "stops; docs/writing-rules.md, 'Rules that run to a fixed point')")
+                    result.unconverged.append(message)
             if self.check_claims:
                 for r in active:
                     if r.name in subsumed:

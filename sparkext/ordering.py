@@ -103,6 +103,12 @@ and its window's partition keys, and through joins that match each
 row with at most one row of a side unique on the join keys, no two rows tie on ``k``. Only
 keys of exactly comparable types are used here, where a tie in a sort is the equality the
 grouping or the join used.
+
+Why one module of over 700 lines: a quarter of it is this docstring (the legality table
+per node and function), and the rest is one analysis, the class and its derivation per
+node, which read each other's invariants; the monotonic functions and unique keys that can
+stand alone already live apart (the monotonic facts on the expression classes of
+:mod:`sparkext.expressions`, the unique keys in :mod:`sparkext.uniqueness`).
 """
 
 from __future__ import annotations

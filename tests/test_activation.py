@@ -31,6 +31,7 @@ def test_python_jar_prints_the_bundled_jar():
     assert out.returncode == 0 and out.stdout.strip() == sparkext.jar_path()
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_spark_submit_with_jars_and_the_extension_conf_runs_python_rules():
     out = run([BIN / "spark-submit", "--master", "local[1]", "--conf", "spark.ui.enabled=false",
                "--jars", sparkext.jar_path(),
@@ -65,6 +66,7 @@ APP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 @pytest.mark.slow  # the wheel carries every Spark line's jar: building them takes minutes
 def test_the_wheel_carries_the_jar_and_runs_a_rule_in_a_fresh_virtualenv(tmp_path):
     built = run([sys.executable, "-m", "build", "--wheel", "--no-isolation",

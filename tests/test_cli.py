@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests import tpch as TPCH
 from tests.conftest import ROOT, tpch_dir
 
@@ -68,6 +70,7 @@ def test_plan_diff_tells_apart_two_attributes_of_one_name(tmp_path):
     assert out.returncode == 1 and "+      +- Join Inner, (a#2 = a#1)" in out.stdout, out.stdout
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_plan_diff_of_two_queries(tmp_path):
     data = tpch_dir()
     original = TPCH.query("q06")
@@ -78,6 +81,7 @@ def test_plan_diff_of_two_queries(tmp_path):
     assert "(l_quantity#" in out.stdout and "24.00" in out.stdout and "25.00" in out.stdout
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_explain_shows_what_each_rule_changed():
     out = sparkext_cli("explain", TPCH.QUERIES_DIR / "q03.sql", "--catalog", tpch_dir(),
                        "--instead-of-catalyst")

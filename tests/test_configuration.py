@@ -272,6 +272,7 @@ CONFIGURE_AFTER_A_PLAIN_SESSION = textwrap.dedent("""
 """)
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_configure_on_a_builder_whose_session_runs_without_the_extension_says_stop_it():
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sparkext.constraints import equality_inferences, with_inferences
 from sparkext.expressions import EqualTo, GreaterThan, IsNotNull, Literal
 from sparkext.types import INT
-from tests.plans import col
+from tests.mirror_plans import col
 
 
 def _sql(exprs) -> list[str]:

@@ -157,9 +157,13 @@ def test_no_rule_listed_when_sparkext_is_switched_off(spark, tables):
     expected = plain_rows(spark, filtered_projection)
     with rules_enabled(spark, [PUSH]), conf(spark, {"spark.sparkext.enabled": "false"}):
         df = filtered_projection(spark)
-        text = section(extended_explain(df)) or ""
+        text = section(extended_explain(df))
         assert collect(df) == expected
-    assert "push_and_say_why" not in text, text
+    # Spark prints the section's header whatever the provider answers: one line says why
+    # nothing follows it
+    assert text is not None and "push_and_say_why" not in text, text
+    assert text.strip() == ("sparkext is off in this session (spark.sparkext.enabled=false): "
+                            "no Python rule ran"), text
 
 
 # -- Catalyst's plan change log -----------------------------------------------------------
@@ -316,7 +320,20 @@ def test_sparkext_explain_knows_the_rules_an_exclusion_names(spark, tables, capl
 
 
 def test_because_outside_a_rule_does_nothing():
+    from sparkext.optimizer import Batch, Once, RuleExecutor
+    from sparkext.plan import Relation
+
+    rel = Relation("LocalRelation", (AttributeReference("a", T.INT, True, None, 1),), 0)
+
+    def says_why(plan: LogicalPlan) -> LogicalPlan:
+        sparkext.because("inside")
+        return plan.copy()
+
     sparkext.because("nobody listens")  # no error: a rule called directly in a test
+    assert says_why(rel) is not rel  # nor inside one called directly
+    result = RuleExecutor([Batch("b", Once(), (says_why,))]).execute(rel)
+    # what was said outside a rule is not kept for the next rule that runs
+    assert result.stats["says_why"].reasons == ["inside"]
 
 
 def test_the_explain_of_no_change_says_so(spark, tables):
@@ -354,3 +371,31 @@ def test_every_answer_carries_each_rule_s_figures_by_registration_index():
     unchanged = RuleBridge({"once": RuleExecutor([Batch("b", Once(), (LOOK,))])}).apply(text)
     assert unchanged.startswith('{"unchanged":true,"stats":[0,1,0,'), unchanged
     assert json.loads(unchanged)["stats"][3] >= 0
+
+
+# -- a batch that does not converge -------------------------------------------------------
+
+def test_a_batch_that_never_converges_warns_naming_the_rule_and_its_plan_is_used(spark, tables):
+    from sparkext.expressions import GreaterThanOrEqual
+    from sparkext.optimizer import Batch, FixedPoint
+    from sparkext.plan import Relation
+
+    @sparkext.rule(matches=(Relation,))
+    def stacks_filters(plan):  # one more filter above each relation every round
+        return plan.transform_up(lambda n: Filter(GreaterThanOrEqual(n.output[0], lit(0)), n)
+                                 if isinstance(n, Relation) else n)
+
+    def query(s):
+        return s.table("people").where("id > 1").select("id", "name")
+
+    expected = plain_rows(spark, query)
+    with rules_enabled(spark, batches=[Batch("stacking", FixedPoint(3), (stacks_filters,))]):
+        sparkext.reset_metrics(spark)
+        df = query(spark)
+        assert collect(df) == expected
+        text = section(extended_explain(df))
+        warnings = sparkext.metrics(spark)["warnings"]
+    line = ("batch 'stacking' reached its limit of 3 rounds with the plan still changing: "
+            "rule(s) stacks_filters changed it in the last round")
+    assert any(line in w for w in warnings), warnings
+    assert text is not None and line in text, text

@@ -25,7 +25,7 @@ from sparkext.expressions import (
 from sparkext.plan import Aggregate, Filter, Join, Project
 from sparkext.rules.infer_filters import infer_filters
 from tests import golden
-from tests.plans import Table, agg
+from tests.mirror_plans import Table, agg
 
 L = Table("l", "a b c:string", 1)
 R = Table("r", "x y z:string", 11)

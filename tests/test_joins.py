@@ -21,7 +21,7 @@ from sparkext.joins import (
 )
 from sparkext.plan import Join
 from sparkext.types import BOOLEAN
-from tests.plans import Table
+from tests.mirror_plans import Table
 
 L = Table("l", "a b", 1, nullable=False)
 R = Table("r", "x y", 11, nullable=False)

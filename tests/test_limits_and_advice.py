@@ -11,6 +11,8 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import functions as F
 
+import pytest
+
 import sparkext
 from sparkext.testing.rules import rebuild_everything
 from tests.conftest import conf, rules_enabled
@@ -48,6 +50,7 @@ except sparkext.SparkextError as e:
 """
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_configure_in_a_spark_submit_app_without_the_jar_says_to_pass_jars(tmp_path):
     app = tmp_path / "app.py"
     app.write_text(APP_WITHOUT_THE_JAR)

@@ -26,7 +26,7 @@ from sparkext.expressions import (
     lit,
 )
 from sparkext.predicates import rejects_nulls
-from tests.plans import Table
+from tests.mirror_plans import Table
 
 L = Table("l", "a b", 1)
 R = Table("r", "x y", 11)

@@ -52,10 +52,19 @@ def test_once_runs_each_rule_one_time():
     assert result.plan == nested_filters(2)
 
 
-def test_a_batch_that_does_not_converge_is_reported():
-    result = RuleExecutor([Batch("b", FixedPoint(2), (drop_one_filter,))]).execute(
-        nested_filters(5))
-    assert result.unconverged == ["b"] and result.plan == nested_filters(3)
+def test_a_batch_that_does_not_converge_is_reported_with_the_rules_still_changing_it():
+    batches = [Batch("b", FixedPoint(2), (drop_one_filter,))]
+    result = RuleExecutor(batches).execute(nested_filters(5))
+    assert result.plan == nested_filters(3)  # the plan at the limit is used, as Catalyst does
+    [line] = result.unconverged
+    assert line.startswith("batch 'b' reached its limit of 2 rounds with the plan still "
+                           "changing: rule(s) drop_one_filter changed it in the last round"), line
+
+
+def test_a_batch_that_converges_on_its_last_allowed_round_is_not_reported():
+    batches = [Batch("b", FixedPoint(2), (drop_one_filter,))]
+    done = RuleExecutor(batches).execute(nested_filters(1))
+    assert done.plan is REL and done.unconverged == []
 
 
 def test_an_unchanged_plan_is_returned_as_the_same_object():
@@ -219,3 +228,37 @@ def test_claims_are_checked_where_the_environment_asks(monkeypatch):
     assert RuleExecutor([]).check_claims
     monkeypatch.setenv(CHECK_CLAIMS_ENV, "0")
     assert not RuleExecutor([]).check_claims
+
+
+def _fixed_point_examples() -> tuple[dict, dict]:
+    """The namespaces of docs/writing-rules.md's two 'fixed point' examples, run as written."""
+    import re
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "writing-rules.md").read_text()
+    section = text.split("### Rules that run to a fixed point", 1)[1].split("\n## ", 1)[0]
+    wrong, right = re.findall(r"```python\n(.*?)```", section, re.S)
+    first: dict = {}
+    exec(wrong, first)  # noqa: S102 - the documentation's own code
+    second = dict(first)
+    exec(right, second)  # noqa: S102
+    return first, second
+
+
+def test_the_documented_rule_that_adds_a_filter_each_round_never_converges():
+    wrong, _ = _fixed_point_examples()
+    batches = [Batch("b", FixedPoint(5), (wrong["keep_non_negative"],))]
+    result = RuleExecutor(batches).execute(Project((A,), REL))
+    assert len(result.unconverged) == 1 and "keep_non_negative" in result.unconverged[0]
+
+
+def test_the_documented_way_to_write_it_converges_in_one_round():
+    _, right = _fixed_point_examples()
+    rule_ = right["keep_non_negative"]
+    for plan in (REL, Project((A,), REL)):
+        result = RuleExecutor([Batch("b", FixedPoint(5), (rule_,))]).execute(plan)
+        assert result.unconverged == [] and result.stats["keep_non_negative"].effective == 1
+        filters = [n for n in result.plan.walk() if isinstance(n, Filter)]
+        assert len(filters) == 1 and filters[0].child is REL
+        assert rule_(result.plan) is result.plan

@@ -39,7 +39,7 @@ from sparkext.plan import (
     RepartitionByExpression,
     Sort,
 )
-from tests.plans import ANSI, LEGACY, col
+from tests.mirror_plans import ANSI, LEGACY, col
 
 # DataFusion's worked example ("Using Ordering for Better Plans in Apache DataFusion")
 hostname, currency = col("hostname", 1, T.STRING), col("currency", 2, T.STRING)
@@ -288,7 +288,9 @@ def test_an_outer_join_keeps_only_the_preserved_sides_constants():
 
 def test_an_aggregate_keeps_constant_grouping_columns():
     plan = Aggregate((s,), (s,), Filter(EqualTo(s, lit("h1")), REL))
-    assert properties(plan).constant(s) is not None
+    c = properties(plan).constant(s)
+    assert c is not None and c.exact and not c.is_null
+    assert properties(Aggregate((s,), (s,), REL)).constant(s) is None  # no filter: many values
 
 
 def test_a_local_sort_over_a_range_repartition_is_global():

@@ -38,7 +38,7 @@ from sparkext.expressions import (
     lit,
 )
 from sparkext.ordering import EquivalenceProperties, Ordering, SortKey
-from tests.plans import ANSI, LEGACY, col
+from tests.mirror_plans import ANSI, LEGACY, col
 
 i, lng, f = col("i", 1, T.INT), col("lng", 2, T.LONG), col("f", 3, T.DOUBLE)
 dec = col("dec", 4, T.decimal(10, 2))

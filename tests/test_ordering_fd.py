@@ -34,7 +34,7 @@ from sparkext.plan import (
 )
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.uniqueness import unique_keys
-from tests.plans import ANSI, LEGACY, col
+from tests.mirror_plans import ANSI, LEGACY, col
 
 k, v, w = col("k", 1), col("v", 2), col("w", 3)
 rk, rv = col("rk", 11), col("rv", 12)

@@ -1,5 +1,5 @@
 """Golden plans per Spark line: a line's own file, else the nearest older line's, else the
-default line's (sparkext.testing.plans.golden_file), as Spark's PlanStabilitySuite and
+default line's (sparkext.testing.snapshots.golden_file), as Spark's PlanStabilitySuite and
 Comet keep theirs. Plans here are plan text; the line a DataFrame's own session reports is
 checked on every line by tests/compat/."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkext.testing.plans import (
+from sparkext.testing.snapshots import (
     DEFAULT_SPARK_LINE,
     PlanSnapshotError,
     SnapshotStats,

@@ -15,7 +15,7 @@ import pytest
 import sparkext
 from sparkext.catalyst import excluded_rules_conf
 from sparkext.testing.catalog import create_empty_tables
-from sparkext.testing.plans import PlanSnapshotError, assert_plan_snapshot, normalize_plan
+from sparkext.testing.snapshots import PlanSnapshotError, assert_plan_snapshot, normalize_plan
 from tests import tpch as TPCH
 from tests.conftest import ROOT, tpch_dir
 from tests.tpch.stats import STATS as TPCH_STATS

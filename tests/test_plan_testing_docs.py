@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "plan-testing.md"
@@ -26,6 +28,7 @@ def run_pytest(folder, *args) -> subprocess.CompletedProcess:
                            *args], cwd=folder, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_the_documented_example_records_checks_and_catches_a_changed_plan(tmp_path):
     name, code = example()
     test_file = tmp_path / name

@@ -43,7 +43,7 @@ from sparkext.plan import (
 )
 from sparkext.rules.prune_columns import _narrow_exists_subqueries, _Pruner, prune_columns
 from tests import golden
-from tests.plans import Table, agg
+from tests.mirror_plans import Table, agg
 
 L = Table("l", "a b c:string d", 1)
 R = Table("r", "x y z:string", 11)

@@ -24,7 +24,7 @@ from pyspark.sql.window import Window
 
 import sparkext
 from sparkext.catalyst import excluded_rules_conf
-from sparkext.testing.plans import normalize_plan
+from sparkext.testing.snapshots import normalize_plan
 from sparkext.testing.scans import file_scans
 from tests.conftest import conf, jvm_nodes, jvm_seq
 from tests.rows import assert_same_rows, collect

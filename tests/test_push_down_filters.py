@@ -50,7 +50,7 @@ from sparkext.plan import (
 )
 from sparkext.rules.push_down_filters import push_down_filters
 from tests import golden
-from tests.plans import Table, agg
+from tests.mirror_plans import Table, agg
 
 L = Table("l", "a b c:string", 1)
 R = Table("r", "x y z:string", 11)

@@ -4,8 +4,9 @@
   executor kept one, the JVM's tree-pattern skip used the other's ``matches``, and a plan
   the second rule should have seen was skipped. ``enable`` refuses them, naming where each
   was defined.
-- A broken rule warns once per query, not once per optimizer call: a query with three
-  subqueries makes five calls, each counted in the metrics, and one warning.
+- A broken rule warns once per query, not once per optimizer call: a query with two
+  scalar subqueries, an IN and an EXISTS makes several calls, each counted in the
+  metrics, and one warning.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ def raises(plan):
     raise ValueError("boom")
 
 
-THREE_SUBQUERIES = """
+# scalar, IN and (correlated) EXISTS subqueries: several optimizer calls, one query
+SUBQUERIES = """
     SELECT * FROM numbers
     WHERE v > (SELECT min(v) FROM numbers)
       AND v < (SELECT max(v) FROM numbers)
       AND k IN (SELECT k FROM numbers WHERE v > 2)
+      AND EXISTS (SELECT 1 FROM numbers n2 WHERE n2.v = numbers.v + 1)
 """
 
 
@@ -82,14 +85,14 @@ def jvm_warnings(spark):
 def test_a_raising_rule_warns_once_per_query_and_counts_every_call(spark, jvm_warnings):
     spark.range(12).selectExpr("id % 3 AS k", "id AS v").createOrReplaceTempView("numbers")
     with conf(spark, {"spark.sparkext.enabled": "false"}):
-        expected = collect(spark.sql(THREE_SUBQUERIES))
+        expected = collect(spark.sql(SUBQUERIES))
     with conf(spark, {"spark.sparkext.strict": "false"}), rules_enabled(spark, [raises]):
         sparkext.reset_metrics(spark)
-        assert_same_rows(expected, collect(spark.sql(THREE_SUBQUERIES)))
+        assert_same_rows(expected, collect(spark.sql(SUBQUERIES)))
         m = sparkext.metrics(spark)
         assert m["python_errors"] == m["calls"] >= 4, m
         assert len(jvm_warnings()) == 1 and "boom" in jvm_warnings()[0], jvm_warnings()
         assert m["warnings"] == jvm_warnings()
         # A second query warns again.
-        collect(spark.sql(THREE_SUBQUERIES))
+        collect(spark.sql(SUBQUERIES))
         assert len(jvm_warnings()) == 2

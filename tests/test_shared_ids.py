@@ -34,7 +34,7 @@ from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.uniqueness import unique_keys
 from tests.conftest import conf, jvm_nodes
-from tests.plans import col
+from tests.mirror_plans import col
 from tests.rows import assert_same_rows, collect
 
 # A recursive CTE read twice: both reads output x#1, each side names it apart.

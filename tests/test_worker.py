@@ -170,6 +170,7 @@ def module(directory: Path, name: str, text: str) -> Path:
     return directory
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_the_worker_removes_a_redundant_sort_without_enable_and_enable_wins_in_its_session(tmp_path):
     facts = run_app(tmp_path, "builtin", {"spark.sparkext.rules": SORTS})
     assert facts["plain_sorts"] == 1 and facts["sorts"] == 0 and facts["same_rows"]
@@ -181,6 +182,7 @@ def test_the_worker_removes_a_redundant_sort_without_enable_and_enable_wins_in_i
     assert facts["stopped_with_the_context"]
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_a_user_rule_module_on_the_worker_path_rewrites_a_plan(tmp_path):
     rules = module(tmp_path / "rules", "team_rules", """
         import sparkext
@@ -203,6 +205,7 @@ def test_a_user_rule_module_on_the_worker_path_rewrites_a_plan(tmp_path):
     assert facts["top"] == "Range" and facts["same_rows"] and facts["accepted"] > 0
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_a_killed_worker_leaves_rows_right_warns_and_a_new_one_starts(tmp_path):
     facts = run_app(tmp_path, "killed", {"spark.sparkext.rules": SORTS})
     assert facts["after_kill_same_rows"] and facts["after_kill_worker_errors"] == 1
@@ -212,6 +215,7 @@ def test_a_killed_worker_leaves_rows_right_warns_and_a_new_one_starts(tmp_path):
     assert facts["starts"] == 2
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 @pytest.mark.parametrize("case", ["import error", "bad interpreter"])
 def test_a_worker_that_cannot_start_is_reported_once_with_its_cause(tmp_path, case):
     broken = module(tmp_path / "rules", "broken_rules", """
@@ -231,6 +235,7 @@ def test_a_worker_that_cannot_start_is_reported_once_with_its_cause(tmp_path, ca
     assert cause in facts["strict_error"]
 
 
+@pytest.mark.spark  # a Spark of its own (a child process)
 def test_a_worker_whose_rule_hangs_past_the_timeout_leaves_rows_right(tmp_path):
     rules = module(tmp_path / "rules", "slow_rules", """
         import dataclasses

@@ -23,7 +23,7 @@ import sparkext
 from sparkext import Batch, Once
 from sparkext._tree import spark_line
 from sparkext.catalyst import excluded_rules_conf
-from sparkext.testing.plans import (
+from sparkext.testing.snapshots import (
     DEFAULT_SPARK_LINE,
     SnapshotStats,
     assert_plan_snapshot,

@@ -256,6 +256,17 @@ private[sparkext] final class BridgeCall(
         because.get(rule).asScala.foreach(reason => report.because(rule, reason.asText))
       }
     }
+    // A batch that stopped at its iteration limit: its plan is used (as Catalyst's
+    // RuleExecutor does), with a warning naming the rules still changing it, once per
+    // query (its subqueries and later optimizer calls say the same line again).
+    val unconverged = doc.get("unconverged")
+    if (unconverged != null && unconverged.isArray) unconverged.asScala.foreach { line =>
+      if (report.note(line.asText)) {
+        val warning = s"sparkext: ${line.asText}"
+        m.recordWarning(warning)
+        PythonRules.log.warn(warning)
+      }
+    }
   }
 
   private def attempt(plan: LogicalPlan): LogicalPlan = {

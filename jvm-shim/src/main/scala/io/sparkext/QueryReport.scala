@@ -51,11 +51,12 @@ final class QueryReport {
   }
 
   /** A call that failed without naming a rule, or one that did not reach Python. */
-  def note(message: String): Unit = synchronized(notes += message)
+  /** Adds a note; whether it is new to this query's report. */
+  def note(message: String): Boolean = synchronized(notes.add(message))
 
   def render: String = synchronized {
     val out = new StringBuilder
-    if (rules.isEmpty && guards.isEmpty) out ++= "no Python rule ran\n"
+    if (rules.isEmpty && guards.isEmpty) out ++= QueryReport.NoRuleRan
     rules.foreach { case (name, e) =>
       val changed = if (e.effective == 0) "unchanged" else s"changed the plan ${e.effective}x"
       val ms = f"${e.nanos / 1e6}%.3f"
@@ -73,6 +74,9 @@ final class QueryReport {
 }
 
 object QueryReport {
+  /** What a report without rules or guards says. */
+  val NoRuleRan = "no Python rule ran\n"
+
   val Tag: TreeNodeTag[QueryReport] = TreeNodeTag[QueryReport]("sparkext.report")
 
   /** How the explain words a guard's decision ([[Decision]]). */

@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.sparkext.SparkextConf
 
 import io.sparkext.QueryReport
 
@@ -33,8 +34,18 @@ object ExplainShim {
 class SparkextExplain extends ExtendedExplainGenerator {
   override def title: String = "sparkext"
 
+  /**
+   * Spark prints the section's header whatever this returns, so an explain with no report
+   * (the session switched sparkext off, or no rule was registered when it was planned)
+   * says so in one line rather than leaving the header empty.
+   */
   override def generateExtendedInfo(plan: SparkPlan): String =
-    QueryReport.render(reports(plan))
+    QueryReport.render(reports(plan)) match {
+      case "" if !SparkextConf.enabled(SQLConf.get) =>
+        s"sparkext is off in this session (${SparkextConf.Enabled}=false): " + QueryReport.NoRuleRan
+      case "" => QueryReport.NoRuleRan
+      case text => text
+    }
 
   private def reports(plan: SparkPlan): Seq[QueryReport] = {
     val logical = Seq.newBuilder[LogicalPlan]
