@@ -1,9 +1,5 @@
 """The former name of :mod:`sparkext.testing.snapshots` (golden plan snapshots), kept so
-that test suites written against it still import: this very module object is
-:mod:`sparkext.testing.snapshots`."""
+that test suites written against it still import: every public name of that module."""
 
-import sys
-
-from sparkext.testing import snapshots
-
-sys.modules[__name__] = snapshots
+from sparkext.testing.snapshots import *  # noqa: F401,F403
+from sparkext.testing.snapshots import __all__  # noqa: F401

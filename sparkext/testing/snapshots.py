@@ -35,8 +35,9 @@ from pathlib import Path
 
 from sparkext import _tree, versions
 
-__all__ = ["DEFAULT_SPARK_LINE", "PlanSnapshotError", "SnapshotStats", "assert_plan_snapshot",
-           "diff_plans", "golden_file", "normalize_plan", "plan_text"]
+__all__ = ["DEFAULT_SPARK_LINE", "IDS_BY_APPEARANCE", "IDS_BY_NAME", "PlanSnapshotError",
+           "SnapshotStats", "assert_plan_snapshot", "diff_plans", "golden_file",
+           "normalize_plan", "plan_text"]
 
 #: The Spark line whose golden files sit directly in ``plans/`` (the newest sparkext
 #: supports); every other line's go in ``plans/spark<line>/``.
