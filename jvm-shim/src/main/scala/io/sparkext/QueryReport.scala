@@ -50,8 +50,8 @@ final class QueryReport {
     guards += ((name, decision, reason))
   }
 
-  /** A call that failed without naming a rule, or one that did not reach Python. */
-  /** Adds a note; whether it is new to this query's report. */
+  /** A note: a call that failed without naming a rule, one that did not reach Python, a
+   *  batch that did not converge. Whether it is new to this query's report. */
   def note(message: String): Boolean = synchronized(notes.add(message))
 
   def render: String = synchronized {
