@@ -245,26 +245,15 @@ def run_env(env: Env, venv: Path, extra: list[str], timeout: float,
 def chains(rows: list[Env]) -> list[list[tuple[int, Env]]]:
     """The rows (with their index, which sets their stride offset) in chains that may run
     side by side: rows that share a venv or a lock are in one chain, in table order."""
-    chain_of: dict[object, list[tuple[int, Env]]] = {}
-    out: list[list[tuple[int, Env]]] = []
+    groups: list[tuple[set, list[tuple[int, Env]]]] = []  # (keys, rows) of each chain
     for i, env in enumerate(rows):
-        keys = [venv_dir(env), *([("lock", env.lock)] if env.lock else [])]
-        found = [chain_of[k] for k in keys if k in chain_of]
-        chain = found[0] if found else []
-        if not found:
-            out.append(chain)
-        for other in found[1:]:  # this row joins two chains: one chain
-            if other is not chain:
-                chain.extend(other)
-                out.remove(other)
-                for k, v in chain_of.items():
-                    if v is other:
-                        chain_of[k] = chain
-        chain.append((i, env))
-        chain.sort(key=lambda item: item[0])
-        for k in keys:
-            chain_of[k] = chain
-    return out
+        keys = {venv_dir(env), *([("lock", env.lock)] if env.lock else [])}
+        joined = [g for g in groups if g[0] & keys]  # every chain this row ties together
+        groups = [g for g in groups if not g[0] & keys]
+        groups.append((keys.union(*(k for k, _ in joined)),
+                       sorted([*(r for _, rs in joined for r in rs), (i, env)],
+                              key=lambda r: r[0])))
+    return sorted((rs for _, rs in groups), key=lambda rs: rs[0][0])
 
 
 def main(argv=None) -> int:
@@ -301,7 +290,6 @@ def main(argv=None) -> int:
     prepare_data()
     results = []
     printing = threading.Lock()
-
     stop = threading.Event()  # Ctrl-C: no chain starts another row
 
     def run_chain(chain: list[tuple[int, Env]]) -> None:
