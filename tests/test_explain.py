@@ -376,14 +376,11 @@ def test_every_answer_carries_each_rule_s_figures_by_registration_index():
 # -- a batch that does not converge -------------------------------------------------------
 
 def test_a_batch_that_never_converges_warns_naming_the_rule_and_its_plan_is_used(spark, tables):
-    from sparkext.expressions import GreaterThanOrEqual
     from sparkext.optimizer import Batch, FixedPoint
-    from sparkext.plan import Relation
+    from tests.test_optimizer import fixed_point_examples
 
-    @sparkext.rule(matches=(Relation,))
-    def stacks_filters(plan):  # one more filter above each relation every round
-        return plan.transform_up(lambda n: Filter(GreaterThanOrEqual(n.output[0], lit(0)), n)
-                                 if isinstance(n, Relation) else n)
+    # docs/writing-rules.md's wrong rule: one more filter above each relation every round
+    stacks_filters = fixed_point_examples()[0]["keep_non_negative"]
 
     def query(s):
         return s.table("people").where("id > 1").select("id", "name")
@@ -396,6 +393,6 @@ def test_a_batch_that_never_converges_warns_naming_the_rule_and_its_plan_is_used
         text = section(extended_explain(df))
         warnings = sparkext.metrics(spark)["warnings"]
     line = ("batch 'stacking' reached its limit of 3 rounds with the plan still changing: "
-            "rule(s) stacks_filters changed it in the last round")
+            "rule(s) keep_non_negative changed it in the last round")
     assert any(line in w for w in warnings), warnings
     assert text is not None and line in text, text

@@ -230,7 +230,7 @@ def test_claims_are_checked_where_the_environment_asks(monkeypatch):
     assert not RuleExecutor([]).check_claims
 
 
-def _fixed_point_examples() -> tuple[dict, dict]:
+def fixed_point_examples() -> tuple[dict, dict]:
     """The namespaces of docs/writing-rules.md's two 'fixed point' examples, run as written."""
     import re
 
@@ -247,14 +247,14 @@ def _fixed_point_examples() -> tuple[dict, dict]:
 
 
 def test_the_documented_rule_that_adds_a_filter_each_round_never_converges():
-    wrong, _ = _fixed_point_examples()
+    wrong, _ = fixed_point_examples()
     batches = [Batch("b", FixedPoint(5), (wrong["keep_non_negative"],))]
     result = RuleExecutor(batches).execute(Project((A,), REL))
     assert len(result.unconverged) == 1 and "keep_non_negative" in result.unconverged[0]
 
 
 def test_the_documented_way_to_write_it_converges_in_one_round():
-    _, right = _fixed_point_examples()
+    _, right = fixed_point_examples()
     rule_ = right["keep_non_negative"]
     for plan in (REL, Project((A,), REL)):
         result = RuleExecutor([Batch("b", FixedPoint(5), (rule_,))]).execute(plan)
