@@ -39,8 +39,8 @@ from typing import Any
 
 from sparkext.expressions import AttributeReference, ExprId
 
-__all__ = ["ColumnStats", "DataFile", "Format", "OtherFormat", "RelationFacts", "RowGroup",
-           "TableId", "Bucketing", "NEEDS"]
+__all__ = ["ColumnStats", "DataFile", "Format", "OtherFormat", "PushedFilter", "RelationFacts",
+           "RowGroup", "TableId", "Bucketing", "NEEDS"]
 
 #: What a rule may declare it needs (``Rule.needs``): ``relation`` — the facts of every
 #: relation but its files; ``listing`` — those and the files the scans read (path, size,
@@ -171,7 +171,9 @@ class DataFile:
     ``partition_values`` maps each partition column's id to its value in this file (None:
     NULL); ``row_count`` and ``columns`` (column id -> :class:`ColumnStats`) are what the
     format knows exactly, None or absent otherwise; ``row_groups`` for parquet (None for
-    other formats)."""
+    other formats). ``partition`` is the same for the files of one partition and differs
+    between partitions (Iceberg's hidden partitions included: ``0/ts_day=2024-05-01``; a
+    tuple of the partition values elsewhere); None when the relation is not partitioned."""
 
     path: str
     size: int
@@ -180,6 +182,7 @@ class DataFile:
     row_count: int | None
     columns: Mapping[ExprId, ColumnStats]
     row_groups: tuple[RowGroup, ...] | None = None
+    partition: str | tuple | None = None
 
     def stats(self, column: AttributeReference) -> ColumnStats | None:
         """The column's statistics in this file (None: not known exactly)."""
@@ -190,12 +193,36 @@ class DataFile:
 
 
 @dataclass(frozen=True, slots=True)
+class PushedFilter:
+    """A filter a DSv2 scan took in (Spark's ``V2ScanRelationPushDown`` hands a source the
+    filters above its relation; the source evaluates those it takes, and Spark drops from
+    the plan the ones the source says it applies in full): ``text`` as the source prints it,
+    and whether it restricts the partitions the scan reads (``prunes_partitions``: for
+    Iceberg, its projection on the table's partition spec is not "always true"; for a file
+    source, a filter on partition columns)."""
+
+    text: str
+    prunes_partitions: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RelationFacts:
     """What Spark's own objects say about one relation (None: Spark does not know).
 
     ``files`` is None when the rules asked only for ``relation`` facts, when the format
     lists no files, or when listing them failed or took too long (``files_unknown`` says
-    which); otherwise every file the scan reads, after partition pruning."""
+    which); otherwise every file the scan reads, after partition pruning.
+
+    ``partitioning`` is how the table is partitioned, each part as its source says it
+    (``day``; ``days(ts)``, ``bucket(16, id)`` for Iceberg), empty when it is not;
+    ``partition_columns`` are the columns among the relation's output whose values are
+    partition values (identity partitions).
+
+    ``pushed_filters`` is set for a DSv2 scan Spark built (a ``DataSourceV2ScanRelation``,
+    which guards see: the optimized plan, after ``V2ScanRelationPushDown``): the filters
+    its source took, which the plan's Filters above it may no longer show. None for other
+    relations, whose filters stay in the plan; None with ``pushed_unknown`` saying why for
+    a scan whose source does not say which filters it took."""
 
     format: Format | OtherFormat
     table: TableId | None = None
@@ -207,3 +234,6 @@ class RelationFacts:
     row_count: int | None = None
     files: tuple[DataFile, ...] | None = None
     files_unknown: str | None = None
+    partitioning: tuple[str, ...] = ()
+    pushed_filters: tuple[PushedFilter, ...] | None = None
+    pushed_unknown: str | None = None

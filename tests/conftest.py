@@ -45,8 +45,8 @@ def order_facts_hold(request):
 
 
 #: The fixtures that start Spark: the session, tests/test_guards.py's application runs,
-#: tests/test_connect.py's Connect servers.
-SPARK_FIXTURES = frozenset({"spark", "runs", "servers"})
+#: tests/test_connect.py's Connect servers, tests/compat/test_standalone.py's cluster.
+SPARK_FIXTURES = frozenset({"spark", "runs", "servers", "cluster"})
 
 
 def pytest_addoption(parser):

@@ -40,12 +40,24 @@ def outcome(run: Callable[[], Any]) -> dict:
                 "sql_state": e.getSqlState() if hasattr(e, "getSqlState") else None}
 
 
+#: Which file formats Spark reads as DSv1 sources (every one by default).
+V1_SOURCES = "spark.sql.sources.useV1SourceList"
+
+
 def create_tables(spark, setup: dict) -> None:
-    """The catalog tables over the data the test wrote, and the views both sides share."""
+    """The catalog tables over the data the test wrote, and the views both sides share:
+    ``ev2`` reads the files of ``events`` through DSv2 (parquet off the V1 list while the
+    view's plan is made; the view keeps that plan)."""
     for statement in setup["tables"]:
         spark.sql(statement)
     for statement in setup["views"]:
         spark.sql(statement)
+    v1 = spark.conf.get(V1_SOURCES)
+    spark.conf.set(V1_SOURCES, ",".join(f for f in v1.split(",") if f.strip() != "parquet"))
+    try:
+        spark.read.parquet(setup["v2_events"]).createOrReplaceTempView("ev2")
+    finally:
+        spark.conf.set(V1_SOURCES, v1)
 
 
 def run_queries(spark, setup: dict) -> dict:

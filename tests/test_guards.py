@@ -13,7 +13,9 @@ Two kinds of test:
   rows for every query the guards allow.
 
 The data is written here, with pyarrow: ``events`` partitioned by ``p`` (4 partitions of
-2 files), ``lookup`` partitioned by ``day`` (allow-listed), ``tiny`` three rows of VALUES.
+2 files), ``lookup`` partitioned by ``day`` (allow-listed), ``tiny`` three rows of VALUES;
+``ev2`` is a temp view reading the files of ``events`` through DSv2 (parquet taken off
+``spark.sql.sources.useV1SourceList``), whose scan Spark builds before the guards see it.
 The main configuration refuses a partitioned read without a partition filter, more than 5
 files, and a join without an equality of two inputs both estimated over 300 bytes.
 """
@@ -39,7 +41,7 @@ from sparkext.expressions import (
     OpaqueExpression,
     lit,
 )
-from sparkext.facts import DataFile, Format, RelationFacts, TableId
+from sparkext.facts import DataFile, Format, PushedFilter, RelationFacts, TableId
 from sparkext.guards import (
     Query,
     Refused,
@@ -82,6 +84,8 @@ ALLOWED = {
                                  "WHERE a.p = 1 AND b.p = 2",
     "cartesian with a small input": "SELECT e.id, t.k FROM events e CROSS JOIN tiny t "
                                     "WHERE e.p = 1",
+    "DSv2 scan with a partition filter": "SELECT id, s FROM ev2 WHERE p = 1",
+    "DSv2 scan with a partition and a data filter": "SELECT id FROM ev2 WHERE p = 2 AND id > 450",
 }
 # Queries it refuses, and the guard that must say so.
 REFUSED_BY = {
@@ -102,6 +106,10 @@ REFUSED_BY = {
     "a non-equi join of large inputs": (
         "SELECT a.id, b.id FROM events a JOIN events b ON a.id < b.id "
         "WHERE a.p = 1 AND b.p = 2", "limit_cartesian_joins"),
+    # ev2 reads events' files through DSv2: the scan Spark built holds the filters
+    "DSv2 scan without a partition filter": ("SELECT count(*) FROM ev2 WHERE id > 7",
+                                             "require_partition_filters"),
+    "DSv2 scan over the file limit": ("SELECT count(*) FROM ev2 WHERE p < 3", "limit_scans"),
 }
 # The same rows in plain Spark, for the DataFrame query and the union of a cached part.
 PLAIN = {
@@ -191,10 +199,12 @@ def attr(name, i, t=T.LONG):
 ID, P, K = attr("id", 1), attr("p", 2), attr("k", 3)
 
 
-def relation(handle=0, table="events", partitioned=True, files=None, fmt=Format.PARQUET):
+def relation(handle=0, table="events", partitioned=True, files=None, fmt=Format.PARQUET,
+             **more):
+    more = {"partitioning": ("p",) if partitioned else (), **more}
     facts = RelationFacts(fmt, TableId("spark_catalog", ("default",), table) if table else None,
                           ("/data/t",), (P,) if partitioned else (), files=files,
-                          files_unknown=None if files is not None else "a time-out")
+                          files_unknown=None if files is not None else "a time-out", **more)
     return Relation("LogicalRelation", (ID, P), handle, table, facts_=facts)
 
 
@@ -235,7 +245,8 @@ def test_a_filter_on_data_columns_or_mixing_them_is_not_a_partition_filter():
 
 def test_a_partition_filter_on_one_side_of_a_join_leaves_the_other_side_unfiltered():
     other = Relation("LogicalRelation", (K,), 1, "other", facts_=RelationFacts(
-        Format.PARQUET, TableId("spark_catalog", ("default",), "other"), partition_columns=(K,)))
+        Format.PARQUET, TableId("spark_catalog", ("default",), "other"), partition_columns=(K,),
+        partitioning=("k",)))
     plan = Join(Filter(EqualTo(P, lit(1, T.LONG)), relation()), other, "Inner", EqualTo(ID, K))
     assert "default.other" in refusal(PARTITIONS, plan)
 
@@ -267,8 +278,34 @@ def test_a_path_read_is_covered_by_star_only():
 
 
 def files(*sizes_and_partitions):
-    return tuple(DataFile(f"/data/t/f{i}", size, 0, {P.expr_id: p}, None, {})
+    return tuple(DataFile(f"/data/t/f{i}", size, 0, {P.expr_id: p}, None, {}, partition=(p,))
                  for i, (size, p) in enumerate(sizes_and_partitions))
+
+
+def test_a_scan_that_took_filters_is_judged_by_them_not_by_the_plans_filters():
+    """A DSv2 scan (Iceberg's; a file source through DSv2) after push-down: the filters its
+    source applies in full are gone from the plan, and one left in the plan was not used to
+    prune. A filter on the source column of a hidden partitioning restricts too."""
+    day = PushedFilter("day = 3", True)
+    data = PushedFilter("id > 7", False)
+    on_day = Filter(EqualTo(P, lit(3, T.LONG)), relation(pushed_filters=(data,)))
+    assert refusal(PARTITIONS, relation(pushed_filters=(day,))) is None
+    assert refusal(PARTITIONS, relation(pushed_filters=(data, day))) is None
+    assert refusal(PARTITIONS, relation(pushed_filters=())) is not None
+    assert refusal(PARTITIONS, on_day) is not None
+    unpartitioned = relation(partitioned=False, pushed_filters=())
+    assert refusal(PARTITIONS, unpartitioned) is None
+    hidden = relation(partitioned=False, pushed_filters=(data,), partitioning=("days(ts)",))
+    assert refusal(PARTITIONS, hidden) == ("spark_catalog.default.events is partitioned by "
+                                           "days(ts) and read without a filter on it")
+
+
+def test_a_scan_whose_filters_are_unknown_is_refused_saying_why():
+    unknown = relation(pushed_unknown="a com.example.Scan scan does not say which filters it took")
+    reason = refusal(PARTITIONS, Filter(EqualTo(P, lit(3, T.LONG)), unknown))
+    assert reason == ("spark_catalog.default.events is partitioned by p and cannot be checked "
+                      "for a filter on it: a com.example.Scan scan does not say which filters "
+                      "it took")
 
 
 def test_limit_scans_counts_bytes_files_and_partitions_over_every_read():
@@ -379,7 +416,8 @@ def runs(tmp_path_factory):
     (tmp / "modules" / "broken_guards.py").write_text(BROKEN_GUARDS)
     data = write_data(tmp / "data")
     (tmp / "log4j2.properties").write_text(LOG4J.format(audit=tmp / "audit.jsonl"))
-    common = {"tables": table_statements(data), "views": VIEWS, "allowed": ALLOWED,
+    common = {"tables": table_statements(data), "views": VIEWS, "v2_events": str(data["events"]),
+              "allowed": ALLOWED,
               "refused": {name: q for name, (q, _) in REFUSED_BY.items()},
               "guard_names": GUARD_NAMES, "sparkext_catalyst_rules": SPARKEXT_CATALYST_RULES,
               "pruning_rule": PRUNING_RULE, "static_key": STATIC_KEY}

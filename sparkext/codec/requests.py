@@ -17,6 +17,7 @@ from sparkext.facts import (
     ColumnStats,
     DataFile,
     Format,
+    PushedFilter,
     RelationFacts,
     RowGroup,
     TableId,
@@ -249,6 +250,7 @@ def facts_in(j: dict, output: tuple) -> RelationFacts:
     tbl = j.get("tbl")
     bkt = j.get("bkt")
     files = j.get("files")
+    pushed = j.get("pushed")
     return RelationFacts(
         format=Format.of(j.get("fmt", {"other": "?"})),
         table=None if tbl is None else TableId(tbl[0], tuple(tbl[1]), tbl[2]),
@@ -261,18 +263,25 @@ def facts_in(j: dict, output: tuple) -> RelationFacts:
         files=None if files is None else tuple(_file_in(f, output, cols(j.get("part", ())))
                                                for f in files),
         files_unknown=j.get("nofiles") or j.get("error"),
+        partitioning=tuple(j.get("ptn", ())),
+        pushed_filters=None if pushed is None else tuple(PushedFilter(t, p) for t, p in pushed),
+        pushed_unknown=j.get("nopushed"),
     )
 
 
 def _file_in(f: list, output: tuple, partition_columns: tuple) -> DataFile:
-    path, size, mtime, pvs, rows, columns, groups = f
+    path, size, mtime, pvs, rows, columns, groups = f[:7]
+    values = {a.expr_id: value_in(v, type_value(a.data_type))
+              for a, v in zip(partition_columns, pvs)}
+    # (the JVM names the partition where the values do not say it all: Iceberg's hidden
+    # partitions, a scan that left a partition column out of its output)
+    partition = f[7] if len(f) > 7 else (tuple(values.values()) if values else None)
     return DataFile(
-        path, size, mtime,
-        MappingProxyType({a.expr_id: value_in(v, type_value(a.data_type))
-                          for a, v in zip(partition_columns, pvs)}),
+        path, size, mtime, MappingProxyType(values),
         rows, _column_stats_in(columns, output),
         None if groups is None else tuple(RowGroup(g[0], _column_stats_in(g[1], output))
-                                          for g in groups))
+                                          for g in groups),
+        partition)
 
 
 def _column_stats_in(columns: dict, output: tuple) -> MappingProxyType:

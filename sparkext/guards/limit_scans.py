@@ -4,9 +4,10 @@ the files its scans read after partition pruning, its subqueries included (Kyuub
 
 A relation read twice counts twice (a self-join reads twice). A cached relation reads
 no file (``df.cache()`` and a query over it: what was read was counted when the cache was
-built). Counted: file sources (parquet, ORC, CSV, JSON, text, Avro...), Delta and
-Iceberg where Spark lists their files for the plan; not: data from other sources (JDBC,
-other DSv2 sources), local rows, ranges, cached data. A file-based relation whose files
+built). Counted: file sources (parquet, ORC, CSV, JSON, text, Avro..., read through DSv2
+too), Delta, and Iceberg (the files its scan planned, after the filters it took; a
+partition of a hidden partitioning such as ``days(ts)`` counts as one); not: data from other
+sources (JDBC, other DSv2 sources), local rows, ranges, cached data. A file-based relation whose files
 cannot be listed in time (``spark.sparkext.factsTimeoutMs``), or at all (a Hive SerDe table
 Spark does not read as a file source), is refused: the guard cannot tell what it reads.
 """
@@ -35,10 +36,7 @@ def limit_scans(max_bytes: int | None = None, max_files: int | None = None,
                 continue
             files += len(facts.files)
             size += sum(f.size for f in facts.files)
-            if columns := facts.partition_columns:
-                # (repr: a partition value may be of a type that does not hash)
-                partitions += len({tuple(repr(f.partition_value(c)) for c in columns)
-                                   for f in facts.files})
+            partitions += len({f.partition for f in facts.files if f.partition is not None})
         if unknown:
             refuse(f"cannot tell how much it reads: the files of {'; '.join(unknown)} are "
                    "not known")

@@ -18,6 +18,14 @@ pruned relation. So the guard reads what Spark prunes with::
     SELECT * FROM (SELECT * FROM events) e WHERE day > x  -- pushed from outside: allowed
     SELECT count(*) FROM events                           -- refused
     SELECT * FROM events WHERE payload LIKE '%x%'         -- refused: no partition column
+
+A DSv2 table (Iceberg's; a file source read through DSv2) is read by a scan Spark built
+before the guards see the plan: the filters its source took are in the scan, and Spark
+drops from the plan those the source applies in full. There the guard reads the scan's own
+filters (``RelationFacts.pushed_filters``) and counts one that restricts the partitions the
+scan reads: for Iceberg, a filter whose projection on the table's partition spec is not
+"always true", so a filter on ``ts`` counts for a table partitioned by ``days(ts)``. A scan
+whose source does not say which filters it took is refused: the guard cannot tell.
 """
 
 from __future__ import annotations
@@ -46,14 +54,21 @@ def require_partition_filters(tables: Iterable[str] = ("*",), allow: Iterable[st
         for plan in query.plans:
             for relation, conjuncts in _scans(plan, ()):
                 facts = relation.facts
-                columns = facts.partition_columns
-                if not columns or not _applies(facts.table, wanted, allowed):
+                if not facts.partitioning or not _applies(facts.table, wanted, allowed):
                     continue
-                ids = frozenset(a.expr_id for a in columns)
-                if not any(_restricts(c, ids) for c in conjuncts):
-                    names = ", ".join(a.name for a in columns)
-                    refuse(f"{describe(relation)} is partitioned by {names} and read without "
-                           f"a filter on {'it' if len(columns) == 1 else 'them'}")
+                parts = ", ".join(facts.partitioning)
+                if facts.pushed_unknown is not None:
+                    refuse(f"{describe(relation)} is partitioned by {parts} and cannot be "
+                           f"checked for a filter on it: {facts.pushed_unknown}")
+                if facts.pushed_filters is not None:
+                    # a scan Spark built: its filters are in it (the module docstring)
+                    restricted = any(f.prunes_partitions for f in facts.pushed_filters)
+                else:
+                    ids = frozenset(a.expr_id for a in facts.partition_columns)
+                    restricted = any(_restricts(c, ids) for c in conjuncts)
+                if not restricted:
+                    refuse(f"{describe(relation)} is partitioned by {parts} and read without "
+                           f"a filter on {'it' if len(facts.partitioning) == 1 else 'them'}")
 
     return Guard("require_partition_filters", check, ("relation",), mode)
 

@@ -80,6 +80,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from sparkext.facts import Format, TableId  # noqa: E402
 from tests.compat.eco_app import IVY_DIR  # noqa: E402
+from tests.conftest import conf  # noqa: E402
 from tests.test_relation_facts import local, only_facts, same_value  # noqa: E402
 
 ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
@@ -88,6 +89,8 @@ FACTS_SCHEMA = "id long, d date, s string, ts timestamp, x double, n int, part i
 #: Exact min and max from the manifests (timestamps too: microseconds, whole); strings are
 #: truncated to 16 characters by Iceberg's default metrics mode: NULL counts only.
 EXACT, COUNTED = ("id", "d", "ts", "x", "n", "part"), ("s",)
+#: The table the guards judge (the session's launch settings), partitioned by days(ts), kind.
+GUARDED = "local.db.guarded"
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +107,11 @@ def spark(tmp_path_factory):
                 "spark.sql.catalog.local.type": "hadoop",
                 "spark.sql.catalog.local.warehouse":
                     str(tmp_path_factory.mktemp("iceberg-warehouse")),
+                # (static: the guards are fixed when the context starts; only GUARDED is
+                # judged for partition filters, and limit_scans only warns)
+                "spark.sparkext.guards.partitionFilter.tables": GUARDED,
+                "spark.sparkext.guards.maxScan.partitions": "2",
+                "spark.sparkext.guards.maxScan.mode": "warn",
                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -251,3 +259,71 @@ def test_iceberg_time_travel_and_schema_evolution(spark):
             assert same_value(f.stats(n).max, got["n_max"])
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {LAKE}")
+
+
+# -- guards over Iceberg's scans ----------------------------------------------------------------
+# Guards judge the optimized plan, where Iceberg's relation is a scan Spark built
+# (DataSourceV2ScanRelation): the filters Iceberg took are in it, and Spark dropped from the
+# plan those Iceberg applies in full.
+
+def _guarded_rows() -> list[tuple]:
+    """16 rows over 4 days and 3 kinds: all 12 (day, kind) partitions."""
+    return [(i, dt.datetime(2024, 1, 1 + i % 4, i % 24), "abc"[i % 3]) for i in range(16)]
+
+
+def _judged(spark, query: str) -> tuple[list | None, str | None, list[str]]:
+    """The query's ids, or the refusal's message; and what limit_scans warned of it."""
+    import sparkext
+
+    sparkext.reset_metrics(spark)
+    try:
+        got, refused = sorted(r[0] for r in spark.sql(query).collect()), None
+    except Exception as e:  # noqa: BLE001 - the refusal is what is checked
+        got, refused = None, str(e)
+    return got, refused, sparkext.metrics(spark)["guards"]["limit_scans"]["reasons"]
+
+
+def test_guards_judge_an_iceberg_scan_by_the_filters_iceberg_took(spark):
+    spark.sql(f"DROP TABLE IF EXISTS {GUARDED}")
+    spark.sql(f"CREATE TABLE {GUARDED} (id bigint, ts timestamp, kind string) USING iceberg "
+              "PARTITIONED BY (days(ts), kind)")
+    try:
+        rows = _guarded_rows()
+        spark.createDataFrame(rows, "id bigint, ts timestamp, kind string").writeTo(GUARDED).append()
+
+        def ids(keep) -> list[int]:
+            return sorted(i for i, ts, kind in rows if keep(ts, kind))
+
+        spark.createDataFrame([(dt.datetime(2024, 1, 2, 1),)], "t timestamp") \
+            .createOrReplaceTempView("times")
+        for query in (f"SELECT count(*) FROM {GUARDED} GROUP BY kind",
+                      f"SELECT id FROM {GUARDED} WHERE id > 3",
+                      # (Spark infers ts IS NOT NULL and Iceberg takes it: not a restriction)
+                      f"SELECT g.id FROM {GUARDED} g JOIN times ON g.ts = times.t"):
+            got, refused, _ = _judged(spark, query)
+            assert got is None and "SPARKEXT_QUERY_REFUSED" in refused, (query, got)
+            assert f"{GUARDED} is partitioned by days(ts), kind and read without a filter " \
+                   "on them" in refused, refused
+        # Answered from Iceberg's manifests, by Iceberg's aggregate push-down (a LocalScan)
+        # or by sparkext's statistics rule: no data file is read, nothing to refuse.
+        for rules in (True, False):
+            with conf(spark, {"spark.sparkext.enabled": str(rules).lower()}):
+                got, refused, warned = _judged(spark, f"SELECT count(*) FROM {GUARDED}")
+            assert refused is None and got == [len(rows)] and warned == [], (rules, refused)
+
+        # A filter on the source column of the hidden partitioning restricts: one day.
+        day = f"ts >= '2024-01-02' AND ts < '2024-01-03'"
+        got, refused, warned = _judged(spark, f"SELECT id FROM {GUARDED} WHERE {day}")
+        assert refused is None and got == ids(lambda ts, k: ts.day == 2)
+        assert warned == ["its scans read 3 partitions, over the limit of 2"]
+        # An identity partition column: one kind over four days.
+        got, refused, warned = _judged(spark, f"SELECT id FROM {GUARDED} WHERE kind = 'a'")
+        assert refused is None and got == ids(lambda ts, k: k == "a")
+        assert warned == ["its scans read 4 partitions, over the limit of 2"]
+        # Both: one partition, within the limit.
+        got, refused, warned = _judged(
+            spark, f"SELECT id FROM {GUARDED} WHERE {day} AND kind = 'b' AND id >= 0")
+        assert refused is None and got == ids(lambda ts, k: ts.day == 2 and k == "b")
+        assert warned == []
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {GUARDED}")

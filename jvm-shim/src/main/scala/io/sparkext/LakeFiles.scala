@@ -14,7 +14,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, AttributeSet, Expression}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
-import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, DataSourceV2ScanRelation}
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
@@ -287,6 +287,78 @@ private[sparkext] object LakeFiles {
    *    after the file was written, which reads as its default).
    */
   def iceberg(r: DataSourceV2Relation, filters: Seq[Expression], conf: SQLConf): Listing = {
+    val t = icebergTable(r, r.output, conf)
+    // Iceberg's table with no snapshot has no files.
+    if (t.snapshot == null) return Listing(t.partitionTypes, Nil)
+
+    var scan = call(t.table, "newScan")
+    scan = call(scan, "useSnapshot", Seq(java.lang.Long.TYPE), Seq(call(t.snapshot, "snapshotId")))
+    scan = call(scan, "caseSensitive", Seq(java.lang.Boolean.TYPE), Seq(java.lang.Boolean.TRUE))
+    scan = call(scan, "includeColumnStats")
+    icebergFilter(r.output, t.partitionAt, filters, t.classes).foreach { e =>
+      scan = call(scan, "filter", Seq(t.classes.expression), Seq(e))
+    }
+    val tasks = call(scan, "planFiles")
+    val files = try {
+      tasks.asInstanceOf[java.lang.Iterable[AnyRef]].asScala.toList.map(t.file)
+    } finally tasks.asInstanceOf[java.io.Closeable].close()
+    Listing(t.partitionTypes, files)
+  }
+
+  /**
+   * The data files an Iceberg scan Spark built (`DataSourceV2ScanRelation`, after
+   * `V2ScanRelationPushDown`) reads: the scan's own planned tasks (`tasks()` of Iceberg's
+   * `SparkPartitioningAwareScan`, which plans once and keeps them: the batch Spark runs
+   * plans from the same list), so after every filter Iceberg took, data filters on column
+   * bounds included. Each file as [[iceberg]] gives it, for the scan relation's columns; a
+   * scan that did not ask Iceberg for column statistics has files without bounds.
+   */
+  def icebergScan(s: DataSourceV2ScanRelation, conf: SQLConf): Listing = {
+    val t = icebergTable(s.relation, s.output, conf)
+    val tasks = declaredCall(s.scan, "tasks").asInstanceOf[java.util.List[AnyRef]].asScala.toList
+    // (one task per file from planFiles; kept unique in case a scan ever splits them)
+    val files = tasks.map(t.file).groupBy(_.path).values.map(_.head).toList.sortBy(_.path)
+    Listing(t.partitionTypes, files)
+  }
+
+  /**
+   * The filters an Iceberg scan Spark built took (`filters()`, `filterExpressions()` before
+   * Iceberg 1.9), each as Iceberg prints it, and whether it restricts the partitions read:
+   * its inclusive projection on the table's current partition spec
+   * (`Projections.inclusive(spec).project`, what Iceberg's manifest pruning evaluates) is
+   * something other than "always true", and it is not `IS NOT NULL`. A filter on a column
+   * the spec derives a partition from (`day`, `days(ts)`, `bucket(16, id)`) restricts; one
+   * on other columns does not.
+   */
+  def icebergPushed(scan: AnyRef): Seq[(String, Boolean)] = {
+    val iceberg = new IcebergClasses(scan.getClass.getClassLoader)
+    val filters = (try declaredCall(scan, "filters") catch {
+      case _: NoSuchMethodException => declaredCall(scan, "filterExpressions")
+    }).asInstanceOf[java.util.List[AnyRef]].asScala.toSeq
+    if (filters.isEmpty) return Nil
+    val spec = call(declaredCall(scan, "table"), "spec")
+    val caseSensitive = declaredCall(scan, "caseSensitive") == java.lang.Boolean.TRUE
+    val projection = iceberg.inclusive(spec, caseSensitive)
+    filters.map { e =>
+      val projected = call(projection, "project", Seq(iceberg.expression), Seq(e))
+      // (`x IS NOT NULL` is what Spark infers for a join or a comparison on x: it keeps
+      // every partition but a NULL one, as the V1 guard reads it too)
+      (e.toString, enumName(call(e, "op")) != "NOT_NULL" && enumName(call(projected, "op")) != "TRUE")
+    }
+  }
+
+  /** What reading an Iceberg table's files for some of its relation's columns needs. */
+  private final class IcebergTable(val classes: IcebergClasses, val table: AnyRef, val snapshot: AnyRef,
+      output: Seq[Attribute], fields: Map[Int, (Int, AnyRef)], val partitionAt: Seq[Int]) {
+    val partitionTypes: Seq[DataType] = partitionAt.map(output(_).dataType)
+    def file(task: AnyRef): DataFile = icebergFile(task, output, partitionAt, fields, classes)
+  }
+
+  /**
+   * The Iceberg table under `r`, the snapshot and schema it was loaded with, and `output`'s
+   * columns in that schema (by name; `output` is the relation's, or a scan's subset of it).
+   */
+  private def icebergTable(r: DataSourceV2Relation, output: Seq[Attribute], conf: SQLConf): IcebergTable = {
     val sparkTable: AnyRef = r.table
     if (sparkTable.getClass.getName != SparkTableClass) {
       throw new IllegalStateException(s"an Iceberg relation over a ${sparkTable.getClass.getName}, not a $SparkTableClass")
@@ -299,36 +371,21 @@ private[sparkext] object LakeFiles {
     val (snapshot, schema) = pinned(sparkTable, table, iceberg)
     val struct = call(schema, "asStruct")
     // Each output column that is a top-level field of that schema: (output index, field id, Iceberg type).
-    val fields: Map[Int, (Int, AnyRef)] = r.output.zipWithIndex.flatMap { case (a, i) =>
+    val fields: Map[Int, (Int, AnyRef)] = output.zipWithIndex.flatMap { case (a, i) =>
       Option(call(struct, "field", Seq(classOf[String]), Seq(a.name)))
         .map(f => i -> (int(call(f, "fieldId"), "NestedField.fieldId"), call(f, "type")))
     }.toMap
 
     // The identity-partition columns as RelationFacts.partitionColumns lists them; when one
-    // is not a top-level column (it writes no `part` then), files carry no partition values.
+    // is not a top-level column of `output` (it writes no `part` then), files carry no
+    // partition values.
     val partitionNames = r.table.partitioning.toSeq.filter(_.name == "identity")
       .flatMap(_.references.map(_.fieldNames.mkString(".")))
-    val partitionAt = positions(r.output, partitionNames, conf).getOrElse(Nil)
+    val partitionAt = positions(output, partitionNames, conf).getOrElse(Nil)
     partitionAt.find(i => !fields.contains(i)).foreach { i =>
-      throw new IllegalStateException(s"partition column ${r.output(i).name} is not in the Iceberg schema")
+      throw new IllegalStateException(s"partition column ${output(i).name} is not in the Iceberg schema")
     }
-    val partitionTypes = partitionAt.map(r.output(_).dataType)
-    // Iceberg's table with no snapshot has no files.
-    if (snapshot == null) return Listing(partitionTypes, Nil)
-
-    var scan = call(table, "newScan")
-    scan = call(scan, "useSnapshot", Seq(java.lang.Long.TYPE), Seq(call(snapshot, "snapshotId")))
-    scan = call(scan, "caseSensitive", Seq(java.lang.Boolean.TYPE), Seq(java.lang.Boolean.TRUE))
-    scan = call(scan, "includeColumnStats")
-    icebergFilter(r.output, partitionAt, filters, iceberg).foreach { e =>
-      scan = call(scan, "filter", Seq(iceberg.expression), Seq(e))
-    }
-    val tasks = call(scan, "planFiles")
-    val files = try {
-      tasks.asInstanceOf[java.lang.Iterable[AnyRef]].asScala.toList
-        .map(t => icebergFile(t, r.output, partitionAt, fields, iceberg))
-    } finally tasks.asInstanceOf[java.io.Closeable].close()
-    Listing(partitionTypes, files)
+    new IcebergTable(iceberg, table, snapshot, output, fields, partitionAt)
   }
 
   /** The Iceberg classes and static methods used, from the loader of the relation's table. */
@@ -338,17 +395,23 @@ private[sparkext] object LakeFiles {
     val snapshot: Class[_] = load("org.apache.iceberg.Snapshot")
     val schema: Class[_] = load("org.apache.iceberg.Schema")
     val expression: Class[_] = load("org.apache.iceberg.expressions.Expression")
+    val structLike: Class[_] = load("org.apache.iceberg.StructLike")
     private val icebergType = load("org.apache.iceberg.types.Type")
     private val convert = load("org.apache.iceberg.spark.SparkV2Filters")
       .getMethod("convert", classOf[Predicate])
     private val and = load("org.apache.iceberg.expressions.Expressions").getMethod("and", expression, expression)
     private val fromByteBuffer = load("org.apache.iceberg.types.Conversions")
       .getMethod("fromByteBuffer", icebergType, classOf[ByteBuffer])
+    private val inclusiveProjection = load("org.apache.iceberg.expressions.Projections")
+      .getMethod("inclusive", load("org.apache.iceberg.PartitionSpec"), java.lang.Boolean.TYPE)
 
     /** Iceberg's expression for a Spark predicate, or null when it has none. */
     def toExpression(p: Predicate): AnyRef = convert.invoke(null, p)
     def both(a: AnyRef, b: AnyRef): AnyRef = and.invoke(null, a, b)
     def decode(t: AnyRef, b: ByteBuffer): AnyRef = fromByteBuffer.invoke(null, t, b)
+    /** `Projections.inclusive(spec, caseSensitive)`: a filter's partition filter under `spec`. */
+    def inclusive(spec: AnyRef, caseSensitive: Boolean): AnyRef =
+      inclusiveProjection.invoke(null, spec, java.lang.Boolean.valueOf(caseSensitive))
   }
 
   /**
@@ -444,8 +507,14 @@ private[sparkext] object LakeFiles {
           s"value (${className(v)}) for a ${output(i).dataType.simpleString} column"))
     }
 
+    // The file's partition, all of its spec's fields (days(ts) too), for counting partitions.
+    val key = if (specFields.isEmpty) None
+      else Some(s"${call(spec, "specId")}/${call(spec, "partitionToPath", Seq(iceberg.structLike), Seq(partitionData))}")
+
     val deletes = call(task, "deletes").asInstanceOf[java.util.List[_]]
-    if (deletes != null && !deletes.isEmpty) return DataFile(path, size, 0L, partition, None, Map.empty, None)
+    if (deletes != null && !deletes.isEmpty) {
+      return DataFile(path, size, 0L, partition, None, Map.empty, None, partitionKey = key)
+    }
     val rows = long(call(file, "recordCount"), "DataFile.recordCount")
     val parquet = enumName(call(file, "format")) == "PARQUET"
     def counts(name: String): java.util.Map[Integer, java.lang.Long] =
@@ -470,7 +539,7 @@ private[sparkext] object LakeFiles {
       if (nulls == null && range.isEmpty) Nil
       else Seq(i -> ColumnStats(range.map(_._1).orNull, range.map(_._2).orNull, nulls))
     }
-    DataFile(path, size, 0L, partition, Some(rows), columns.toMap, None)
+    DataFile(path, size, 0L, partition, Some(rows), columns.toMap, None, partitionKey = key)
   }
 
   /** The Iceberg types whose parquet bounds are the exact min and max (strings: truncated). */
@@ -568,6 +637,21 @@ private[sparkext] object LakeFiles {
       methods.put(key, m)
     }
     try m.invoke(target, args: _*)
+    catch { case e: java.lang.reflect.InvocationTargetException if e.getCause != null => throw e.getCause }
+  }
+
+  /**
+   * `target.name()` for a method of no arguments its class or a superclass declares, of any
+   * visibility: for the protected accessors of Iceberg's scans (`tasks()`, `filters()`),
+   * which Spark's interfaces do not expose. NoSuchMethodException when none declares it.
+   */
+  private def declaredCall(target: AnyRef, name: String): AnyRef = {
+    def find(c: Class[_]): Method =
+      if (c == null) throw new NoSuchMethodException(s"${target.getClass.getName}.$name()")
+      else try c.getDeclaredMethod(name) catch { case _: NoSuchMethodException => find(c.getSuperclass) }
+    val m = find(target.getClass)
+    m.setAccessible(true)
+    try m.invoke(target)
     catch { case e: java.lang.reflect.InvocationTargetException if e.getCause != null => throw e.getCause }
   }
 

@@ -12,12 +12,13 @@ import org.apache.hadoop.fs.{FileStatus, Path}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, AttributeSet, Expression, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, AttributeSet, Expression, Literal, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan, OneRowRelation, Project, Range}
 import org.apache.spark.sql.execution.LogicalRDD
 import org.apache.spark.sql.execution.columnar.InMemoryRelation
 import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, FileIndex, FileStatusCache, HadoopFsRelation, InMemoryFileIndex, LogicalRelation, PartitionDirectory, PartitionPath, PartitionSpec}
-import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.connector.read.LocalScan
+import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, DataSourceV2ScanRelation, FileScan, FileTable}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sparkext.{SparkextConf => Conf}
 import org.apache.spark.sql.types.{DataType, StructField}
@@ -61,11 +62,14 @@ private[sparkext] object RelationFacts {
   /**
    * One file the scan reads: its partition values (in `partitionTypes` order), and what
    * its format knows exactly (None / absent: unknown): its rows, its columns' statistics
-   * (by the relation's column index) and, for parquet, per row group.
+   * (by the relation's column index) and, for parquet, per row group. `partitionKey` names
+   * its partition where the partition values do not say it all (Iceberg's hidden
+   * partitions, a scan that pruned a partition column from its output).
    */
   final case class DataFile(path: String, size: Long, modified: Long, partition: Seq[Any],
       rows: Option[Long], columns: Map[Int, ParquetFooters.ColumnStats],
-      rowGroups: Option[IndexedSeq[ParquetFooters.RowGroup]], status: Option[FileStatus] = None)
+      rowGroups: Option[IndexedSeq[ParquetFooters.RowGroup]], status: Option[FileStatus] = None,
+      partitionKey: Option[String] = None)
 
   object DataFile {
     /** A listed file, with its parquet footer's statistics when it has one. */
@@ -182,10 +186,36 @@ private[sparkext] object RelationFacts {
         case _ => None
       }
       // Iceberg's manifests, partition values in the order partitionColumns gives.
-      case r: DataSourceV2Relation if r.table.getClass.getName.startsWith("org.apache.iceberg.") =>
+      case r: DataSourceV2Relation if isIceberg(r) =>
         Some(() => SQLConf.withExistingConf(conf)(Right(LakeFiles.iceberg(r, filters, conf))))
+      // A scan Spark built (V2ScanRelationPushDown): what the scan itself will read.
+      case s: DataSourceV2ScanRelation => s.scan match {
+        case f: FileScan => Some(() => SQLConf.withExistingConf(conf)(Right(fileScanFiles(s, f, conf))))
+        case _ if isIceberg(s.relation) => Some(() => SQLConf.withExistingConf(conf)(Right(LakeFiles.icebergScan(s, conf))))
+        case _ => None
+      }
       case _ => None
     }
+
+  private def isIceberg(r: DataSourceV2Relation): Boolean = r.table.getClass.getName.startsWith("org.apache.iceberg.")
+
+  /**
+   * The files a DSv2 file source's scan reads: `FileScan.partitions` lists them from its
+   * index with the partition and data filters the scan took. No footers are read (the
+   * scan's own reader skips row groups). Partition values when the scan's output keeps
+   * every partition column; each file's partition named in any case.
+   */
+  private def fileScanFiles(s: DataSourceV2ScanRelation, f: FileScan, conf: SQLConf): Listing = {
+    val schema = f.fileIndex.partitionSchema
+    val kept = positions(s.output, schema.fieldNames.toSeq, conf).isDefined
+    val files = f.fileIndex.listFiles(f.partitionFilters, f.dataFilters).flatMap { d =>
+      val values = schema.fields.toSeq.zipWithIndex.map { case (field, i) => d.values.get(i, field.dataType) }
+      val key = if (schema.isEmpty) None else Some(schema.fields.toSeq.zip(values)
+        .map { case (field, v) => s"${field.name}=${Literal(v, field.dataType)}" }.mkString("/"))
+      d.files.map(file => DataFile(file.fileStatus, if (kept) values else Nil, None).copy(partitionKey = key))
+    }
+    Listing(if (kept) schema.fields.toSeq.map(_.dataType) else Nil, files)
+  }
 
   private def isDelta(index: FileIndex): Boolean = extendsClass(index.getClass, "org.apache.spark.sql.delta.files.TahoeFileIndex")
 
@@ -267,6 +297,15 @@ private[sparkext] object RelationFacts {
       val loc = location(p)
       if (loc.nonEmpty) { g.writeArrayFieldStart("loc"); loc.foreach(g.writeString); g.writeEndArray() }
       indices("part", partitionColumns(p))
+      val partitioned = partitioning(p)
+      if (partitioned.nonEmpty) { g.writeArrayFieldStart("ptn"); partitioned.foreach(g.writeString); g.writeEndArray() }
+      pushed(p).foreach {
+        case Right(filters) =>
+          g.writeArrayFieldStart("pushed")
+          filters.foreach { case (text, prunes) => g.writeStartArray(); g.writeString(text); g.writeBoolean(prunes); g.writeEndArray() }
+          g.writeEndArray()
+        case Left(why) => g.writeStringField("nopushed", why)
+      }
       bucketing(p).foreach { case (n, cols, sorts) =>
         positions(output, cols, conf).foreach { c =>
           g.writeArrayFieldStart("bkt")
@@ -328,6 +367,7 @@ private[sparkext] object RelationFacts {
             groups.foreach { rg => g.writeStartArray(); g.writeNumber(rg.rows); stats(rg.columns); g.writeEndArray() }
             g.writeEndArray()
         }
+        f.partitionKey.foreach(g.writeString)
         g.writeEndArray()
       }
       g.writeEndArray()
@@ -347,11 +387,18 @@ private[sparkext] object RelationFacts {
       case r => Right(r.getClass.getName)
     }
     case _: HiveTableRelation => Left("hive")
-    case r: DataSourceV2Relation => r.table.getClass.getName match {
-      case c if c.startsWith("org.apache.iceberg.") => Left("iceberg")
-      case c if c.startsWith("org.apache.spark.sql.delta.") => Left("delta")
-      case c => Right(c)
+    case r: DataSourceV2Relation => r.table match {
+      case f: FileTable => FileTableFormats.get(f.formatName.toLowerCase(java.util.Locale.ROOT)).toLeft(f.getClass.getName)
+      case t => t.getClass.getName match {
+        case c if c.startsWith("org.apache.iceberg.") => Left("iceberg")
+        case c if c.startsWith("org.apache.spark.sql.delta.") => Left("delta")
+        case c => Right(c)
+      }
     }
+    // A scan whose rows the source computed while planning (Iceberg's count, min and max
+    // from its manifests): rows held in the plan, as a LocalRelation's.
+    case s: DataSourceV2ScanRelation if s.scan.isInstanceOf[LocalScan] => Left("local")
+    case s: DataSourceV2ScanRelation => format(s.relation)
     case _: Range => Left("range")
     case _: LocalRelation => Left("local")
     case _: InMemoryRelation => Left("cached")
@@ -361,6 +408,10 @@ private[sparkext] object RelationFacts {
   }
 
   private def describeFormat(p: LogicalPlan): String = format(p).fold(identity, identity)
+
+  /** DSv2 file sources by `FileTable.formatName`, lower-cased. */
+  private val FileTableFormats = Map("parquet" -> "parquet", "orc" -> "orc", "csv" -> "csv",
+    "json" -> "json", "text" -> "text", "avro" -> "avro", "xml" -> "xml")
 
   private val FileFormats = Seq(".ParquetFileFormat" -> "parquet", ".OrcFileFormat" -> "orc",
     ".CSVFileFormat" -> "csv", ".JsonFileFormat" -> "json", ".TextFileFormat" -> "text",
@@ -373,6 +424,7 @@ private[sparkext] object RelationFacts {
     case h: HiveTableRelation => val t = h.tableMeta.identifier
       Some((t.catalog.getOrElse(SessionCatalogName), t.database.toSeq, t.table))
     case r: DataSourceV2Relation => r.identifier.map(i => (r.catalog.map(_.name).orNull, i.namespace.toSeq, i.name))
+    case s: DataSourceV2ScanRelation => table(s.relation)
     case _ => None
   }
 
@@ -392,7 +444,11 @@ private[sparkext] object RelationFacts {
   private def location(p: LogicalPlan): Seq[String] = p match {
     case FileSource(fs) => fs.location.rootPaths.map(_.toString)
     case h: HiveTableRelation => h.tableMeta.storage.locationUri.map(_.toString).toSeq
-    case r: DataSourceV2Relation => Option(r.table.properties.get("location")).toSeq
+    case r: DataSourceV2Relation => r.table match {
+      case f: FileTable => f.fileIndex.rootPaths.map(_.toString)
+      case t => Option(t.properties.get("location")).toSeq
+    }
+    case s: DataSourceV2ScanRelation => location(s.relation)
     case _ => Nil
   }
 
@@ -402,7 +458,43 @@ private[sparkext] object RelationFacts {
     case h: HiveTableRelation => h.partitionCols.map(_.name)
     case r: DataSourceV2Relation =>
       r.table.partitioning.toSeq.filter(_.name == "identity").flatMap(_.references.map(_.fieldNames.mkString(".")))
+    case s: DataSourceV2ScanRelation => s.scan match {
+      case f: FileScan => f.fileIndex.partitionSchema.fieldNames.toSeq
+      case _: LocalScan => Nil
+      case _ => partitionColumns(s.relation)
+    }
     case _ => Nil
+  }
+
+  /**
+   * How the table is partitioned, as its source describes each part (`day`, `days(ts)`,
+   * `bucket(16, id)`); empty when it is not. Every transform, where `partitionColumns` has
+   * only the columns whose values are partition values.
+   */
+  private def partitioning(p: LogicalPlan): Seq[String] = p match {
+    case FileSource(fs) => fs.partitionSchema.fieldNames.toSeq
+    case h: HiveTableRelation => h.partitionCols.map(_.name)
+    case r: DataSourceV2Relation => r.table.partitioning.toSeq.map(_.describe)
+    case s: DataSourceV2ScanRelation if !s.scan.isInstanceOf[LocalScan] => partitioning(s.relation)
+    case _ => Nil
+  }
+
+  /**
+   * The filters a scan Spark built took in (`V2ScanRelationPushDown`, for a DSv2 relation),
+   * which the Filters above it in the plan may no longer show: each as text, and whether
+   * it restricts the partitions the scan reads (Right); or why sparkext cannot tell (Left:
+   * a source whose scan does not say). None for every other relation, whose filters stay
+   * in the plan above it.
+   */
+  private def pushed(p: LogicalPlan): Option[Either[String, Seq[(String, Boolean)]]] = p match {
+    case s: DataSourceV2ScanRelation if !s.scan.isInstanceOf[LocalScan] => Some(s.scan match {
+      case f: FileScan => Right(f.partitionFilters.map(e => (e.sql, true)) ++ f.dataFilters.map(e => (e.sql, false)))
+      case scan if isIceberg(s.relation) =>
+        try Right(LakeFiles.icebergPushed(scan))
+        catch { case NonFatal(e) => Left(s"could not read the filters of the Iceberg scan: $e") }
+      case scan => Left(s"a ${scan.getClass.getName} scan does not say which filters it took")
+    })
+    case _ => None
   }
 
   private def bucketing(p: LogicalPlan): Option[(Int, Seq[String], Seq[String])] = p match {
@@ -417,6 +509,7 @@ private[sparkext] object RelationFacts {
     case l: LogicalRelation => l.catalogTable.map(_.properties).getOrElse(Map.empty)
     case h: HiveTableRelation => h.tableMeta.properties
     case r: DataSourceV2Relation => r.table.properties.asScala.toMap
+    case s: DataSourceV2ScanRelation => properties(s.relation)
     case _ => Map.empty
   }
 
