@@ -175,13 +175,13 @@ def _judge(session: Any, analyzed: Any, explanation: Explanation) -> None:
     plan is planned in ``session``, where the guards judge it as it runs with the rules
     explained (which may change what it reads: ``answer_from_statistics`` reads no file)."""
     import sparkext
+    from sparkext.session import error_class
 
     sparkext.reset_metrics(session)
     try:
         _dataset_of(session, analyzed).queryExecution().sparkPlan()
     except Exception as e:  # pyspark's conversion of the JVM's error (AnalysisException)
-        condition = e.getCondition() if hasattr(e, "getCondition") else None
-        if condition != "SPARKEXT_QUERY_REFUSED":
+        if error_class(e) != "SPARKEXT_QUERY_REFUSED":
             raise
         explanation.refused = str(e)
     for name, f in sparkext.metrics(session)["guards"].items():

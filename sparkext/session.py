@@ -511,6 +511,15 @@ def reset_metrics(spark: SparkSession | ConnectSession) -> None:
         _registry(spark).resetMetrics(_jsession(spark))
 
 
+def error_class(e: BaseException) -> str | None:
+    """The error class (condition) of a pyspark error, e.g. ``SPARKEXT_QUERY_REFUSED``:
+    ``getCondition()`` since pyspark 4.0, ``getErrorClass()`` in 3.5; None for others."""
+    for name in ("getCondition", "getErrorClass"):
+        if hasattr(e, name):
+            return getattr(e, name)()
+    return None
+
+
 def _metrics_row(spark: SparkSession | ConnectSession, function: str) -> dict[str, Any]:
     """The one row of a metrics table function, as a dict (``warnings`` as a list)."""
     from pyspark.errors import AnalysisException
@@ -519,7 +528,7 @@ def _metrics_row(spark: SparkSession | ConnectSession, function: str) -> dict[st
         row = spark.sql(f"SELECT * FROM {function}()").collect()[0]
     except AnalysisException as e:
         # (the name of the error depends on the server's Spark version)
-        if e.getCondition() not in ("UNRESOLVABLE_TABLE_VALUED_FUNCTION", "UNRESOLVED_ROUTINE"):
+        if error_class(e) not in ("UNRESOLVABLE_TABLE_VALUED_FUNCTION", "UNRESOLVED_ROUTINE"):
             raise
         raise SparkextError(
             f"the Spark Connect server does not run sparkext ({function}() is unknown "

@@ -12,6 +12,8 @@ with what it saw; the assertions are in the test module.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -33,8 +35,11 @@ def outcome(run: Callable[[], Any]) -> dict:
     try:
         return {"ok": run()}
     except Exception as e:  # noqa: BLE001 - reported to the test
-        condition = e.getCondition() if hasattr(e, "getCondition") else None
-        parameters = e.getMessageParameters() if hasattr(e, "getMessageParameters") else None
+        from sparkext.session import error_class
+
+        condition = error_class(e)
+        parameters = dict(e.getMessageParameters()) if hasattr(e, "getMessageParameters") \
+            else None  # (a dict, or py4j's map of one on Spark 3.5)
         return {"error": type(e).__name__, "condition": condition, "message": str(e),
                 "parameters": parameters,
                 "sql_state": e.getSqlState() if hasattr(e, "getSqlState") else None}
@@ -42,6 +47,14 @@ def outcome(run: Callable[[], Any]) -> dict:
 
 #: Which file formats Spark reads as DSv1 sources (every one by default).
 V1_SOURCES = "spark.sql.sources.useV1SourceList"
+
+
+def printed(run: Callable[[], Any]) -> str:
+    """What ``run`` prints."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run()
+    return out.getvalue()
 
 
 def create_tables(spark, setup: dict) -> None:
@@ -135,7 +148,7 @@ def main_context(spark, setup: dict) -> dict:
     # EXPLAIN: SQL's shows the refusal as its text; df.explain() raises it.
     facts["sql_explain_refused"] = outcome(
         lambda: rows(spark.sql(f"EXPLAIN EXTENDED {refused_query}")))
-    facts["df_explain_refused"] = outcome(lambda: spark.sql(refused_query).explain())
+    facts["df_explain_refused"] = outcome(lambda: printed(spark.sql(refused_query).explain))
     facts["sql_explain_allowed"] = outcome(
         lambda: rows(spark.sql(f"EXPLAIN EXTENDED {setup['allowed']['partition filter']}")))
     # (a query the built-in rules cannot answer from statistics: explain runs them)

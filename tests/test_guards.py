@@ -62,6 +62,34 @@ STATIC_KEY = "spark.sparkext.guards.partitionFilter.tables"
 #: The user a Connect client says it is (its URL's user_id): the audit records name it.
 CONNECT_USER = "guards-test-user"
 
+
+def _no_connect() -> str | None:
+    """Why this environment cannot run the Connect half (the compat rows of older lines and
+    their venvs: pyspark 3.5 ships no Connect server, and no venv of theirs has grpcio)."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        return f"pyspark {pyspark.__version__} ships no Spark Connect server"
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        return "the Spark Connect client needs grpcio, not installed here"
+    return None
+
+
+NO_CONNECT = _no_connect()
+#: Spark 3.5 (the compat row) plans a refused query twice: once more for its UI, whose
+#: failure it catches (docs/guards.md, "Known gaps"); each planning is judged and audited.
+SPARK_35 = __import__("pyspark").__version__.startswith("3.")
+PLANNED = 2 if SPARK_35 else 1
+
+
+def static_refusal(got: dict) -> bool:
+    """Spark's refusal to set or unset a static setting (its error class differs by line:
+    CANNOT_MODIFY_STATIC_CONFIG, CANNOT_MODIFY_CONFIG on 4.0, a legacy class on 3.5)."""
+    return got.get("error") == "AnalysisException" and \
+        "Cannot modify the value of" in got.get("message", "")
+
 BUILTIN = {
     "spark.sparkext.guards.partitionFilter.tables": "*",
     "spark.sparkext.guards.partitionFilter.allow": "default.lookup",
@@ -437,7 +465,7 @@ def runs(tmp_path_factory):
         },
         # what else plain Spark's rows are needed for (the DataFrame and cache queries)
         "plain": PLAIN}, tmp)
-    server = ConnectServer(
+    server = None if NO_CONNECT else ConnectServer(
         conf={**BUILTIN, "spark.sparkext.python": sys.executable,
               "spark.sql.extensions": "io.sparkext.SparkextExtensions",
               "spark.sql.catalogImplementation": "in-memory",
@@ -447,19 +475,29 @@ def runs(tmp_path_factory):
     results: dict = {"audit": tmp / "audit.jsonl", "server": server}
     children = [classic]
     try:
-        server.wait_ready()
-        connect = {**common, "url": f"{server.url}/;user_id={CONNECT_USER}",
-                   "connect": {"allowed": {n: ALLOWED[n] for n in CONNECT_ALLOWED},
-                               "refused": {n: REFUSED_BY[n][0] for n in CONNECT_REFUSED}}}
-        children.append(child("connect", connect, tmp))
-        results["classic"], results["connect"] = map(facts_of, children)
+        if server is not None:
+            server.wait_ready()
+            connect = {**common, "url": f"{server.url}/;user_id={CONNECT_USER}",
+                       "connect": {"allowed": {n: ALLOWED[n] for n in CONNECT_ALLOWED},
+                                   "refused": {n: REFUSED_BY[n][0] for n in CONNECT_REFUSED}}}
+            children.append(child("connect", connect, tmp))
+        results["classic"], *connected = map(facts_of, children)
+        results["connect"] = connected[0] if connected else None
         yield results
     finally:
         for c in children:
             if c.poll() is None:
                 c.kill()
                 c.wait()
-        server.stop()
+        if server is not None:
+            server.stop()
+
+
+def connected(runs) -> dict:
+    """The Connect client's facts, or a skip where this pyspark cannot run Connect."""
+    if runs["connect"] is None:
+        pytest.skip(NO_CONNECT)
+    return runs["connect"]
 
 
 @pytest.fixture(scope="module")
@@ -520,10 +558,16 @@ def test_explain_shows_the_refusal_and_the_guards_decisions(runs):
     physical = text.split("== Physical Plan ==", 1)[1]
     assert physical.lstrip().startswith(f"org.apache.spark.sql.sparkext.SparkextQueryRefused: "
                                         f"[{REFUSED}] guard 'require_partition_filters'")
-    assert facts["df_explain_refused"]["condition"] == REFUSED
+    # df.explain() raises the refusal; Spark 3.5's prints it as the physical plan
+    explained = facts["df_explain_refused"]
+    if SPARK_35:
+        assert f"[{REFUSED}] guard 'require_partition_filters'" in explained["ok"], explained
+    else:
+        assert explained["condition"] == REFUSED, explained
     allowed = "\n".join(r[0] for r in facts["sql_explain_allowed"]["ok"])
-    assert "== Extended Information (sparkext) ==" in allowed
-    assert "guard require_partition_filters: allowed" in allowed
+    if not SPARK_35:  # (Spark 3.5 has no extended explain providers)
+        assert "== Extended Information (sparkext) ==" in allowed
+        assert "guard require_partition_filters: allowed" in allowed
     refused = facts["sparkext_explain_refused"]
     assert "== Guards, on the plan with sparkext's rules ==" in refused
     assert "require_partition_filters: refused" in refused
@@ -556,7 +600,7 @@ def test_no_session_setting_or_call_removes_the_guards(runs, attempt):
 def test_the_guards_settings_are_static(runs):
     bypasses = runs["classic"]["main"]["bypasses"]
     for attempt in ("conf.set static", "conf.unset static", "SET static", "RESET static"):
-        assert bypasses[attempt]["condition"] == "CANNOT_MODIFY_STATIC_CONFIG", attempt
+        assert static_refusal(bypasses[attempt]), (attempt, bypasses[attempt])
     # ... and the guards prune for themselves when Spark's partition pruning is excluded.
     assert "ok" in bypasses["pruning excluded, allowed query"]
 
@@ -564,9 +608,15 @@ def test_the_guards_settings_are_static(runs):
 def test_a_killed_guard_worker_refuses_then_a_new_one_judges(runs, plain_rows):
     facts = runs["classic"]["main"]
     after = facts["after_kill"]
-    assert after["condition"] == REFUSED
-    assert "the guards could not judge the query, and guards fail closed: the guard worker " \
-           "(pid " in after["message"] and "exited with code 137" in after["message"]
+    if SPARK_35:
+        # Spark 3.5 plans the query once more for its UI first: that planning meets the
+        # dead worker (refused there, counted and audited: the two tests below), and the
+        # query's own planning starts a new worker, which judges it.
+        assert same_rows(after, plain_rows["partition filter"])
+    else:
+        assert after["condition"] == REFUSED
+        assert "the guards could not judge the query, and guards fail closed: the guard " \
+               "worker (pid " in after["message"] and "exited with code 137" in after["message"]
     assert same_rows(facts["recovered"], plain_rows["partition filter"]) and facts["new_pid"]
     assert facts["starts"] == 2
 
@@ -576,9 +626,9 @@ def test_refusals_are_counted_per_guard(runs):
     guards = m["guards"]
     assert set(guards) == {*GUARD_NAMES.split(","), "refuses_when_asked", "raises_when_asked",
                            "warns_when_asked"}
-    assert guards["limit_cartesian_joins"]["refused_queries"] == 2
-    assert guards["raises_when_asked"]["errors"] == 1
-    assert guards["raises_when_asked"]["refused_queries"] == 1
+    assert guards["limit_cartesian_joins"]["refused_queries"] == 2 * PLANNED
+    assert guards["raises_when_asked"]["errors"] == PLANNED
+    assert guards["raises_when_asked"]["refused_queries"] == PLANNED
     assert guards["warns_when_asked"]["warned"] >= 1
     assert guards["warns_when_asked"]["refused_queries"] == 0
     assert m["guard_failures"] == 1   # the killed worker
@@ -597,7 +647,7 @@ def test_every_refusal_and_warning_is_an_audit_record(runs):
     # one line per query and guard: the warned query ran once
     assert len(warned) == 1 and warned[0]["reason"] == "the query asked for a warning"
     collect = [r for r in records if r["guard"] == "limit_cartesian_joins"]
-    assert len(collect) == 2 and all(r["query_id"] is not None for r in collect)
+    assert len(collect) == 2 * PLANNED and all(r["query_id"] is not None for r in collect)
     assert any(r["guard"] == "sparkext.guards" and "exited with code 137" in r["reason"]
                for r in records)
 
@@ -619,13 +669,13 @@ def test_a_guard_that_never_answers_refuses_and_its_worker_is_replaced(runs, pla
     assert "the guards did not answer within spark.sparkext.guards.timeoutMs=5000 ms" \
         in hangs["hang"]["message"]
     assert same_rows(hangs["after_hang"], plain_rows["partition filter"])
-    assert hangs["starts"] == 1   # the worker the time-out stopped was replaced
+    assert hangs["starts"] == PLANNED   # the worker the time-out stopped was replaced
     # maxScan in warn mode: over the limit, and let through
     assert "ok" in hangs["warned"]
 
 
 def test_a_connect_client_gets_the_refusal_and_cannot_remove_the_guards(runs, plain_rows):
-    facts = runs["connect"]
+    facts = connected(runs)
     for name in CONNECT_REFUSED:
         got = facts["refused"][name]
         assert got["error"] == "AnalysisException", (name, got)
@@ -636,13 +686,14 @@ def test_a_connect_client_gets_the_refusal_and_cannot_remove_the_guards(runs, pl
     for attempt in ("spark.sparkext.enabled", "spark.sparkext.excludedRules",
                     "spark.sql.optimizer.excludedRules", "new session"):
         assert refused_by(bypasses[attempt], "require_partition_filters"), attempt
-    assert bypasses["conf.set static"]["condition"] == "CANNOT_MODIFY_STATIC_CONFIG"
+    assert static_refusal(bypasses["conf.set static"]), bypasses["conf.set static"]
     explain = "\n".join(r[0] for r in facts["sql_explain_refused"]["ok"])
     assert REFUSED in explain
     assert facts["metrics"]["guards"]["require_partition_filters"]["refused_queries"] >= 1
 
 
 def test_the_connect_servers_audit_names_the_clients_user_and_operation(runs):
+    connected(runs)
     log = runs["server"].log_tail(10**7)
     records = [json.loads(line.split(" audit: ", 1)[1]) for line in log.splitlines()
                if " audit: {" in line]

@@ -29,7 +29,9 @@ tests/compat/conftest.py and tests/conftest.py), and any environment variables:
                     Env("standalone4.3", "4.3.0", tests=("tests/compat/test_standalone.py",)))
 
 The core rows come from sparkext/versions.py (one per supported line, pyspark = the
-release its jar is built against), so a new line is one row there.
+release its jar is built against), so a new line is one row there. Each runs
+``tests/compat/test_line.py`` and the guards' suite, ``tests/test_guards.py`` (its
+Spark Connect half needs grpcio, which these venvs leave out: it runs in ``make test``).
 
 A row's venv is keyed by its pyspark and requirements, so rows that need the same
 packages share one. Each row is one pytest process (one JVM); its log is kept in
@@ -62,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 from sparkext import versions  # noqa: E402 (the tree's table of supported lines)
 
 CACHE = Path(os.environ.get("SPARKEXT_CACHE", "/root/.cache/sparkext"))
-CORE = ("tests/compat/test_line.py",)
+CORE = ("tests/compat/test_line.py", "tests/test_guards.py")
 #: What every compat venv gets besides pyspark, pinned in requirements-dev.txt.
 TEST_PACKAGES = ("pytest", "iniconfig", "pluggy", "packaging", "chispa", "pandas", "pyarrow",
                  "numpy", "python-dateutil", "pytz", "tzdata", "prettytable", "wcwidth")
