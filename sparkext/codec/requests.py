@@ -5,6 +5,7 @@ remembers which mirror object came from which JVM handle (its per-call handle ta
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from functools import cached_property, lru_cache
 from types import MappingProxyType
 
@@ -25,6 +26,7 @@ from sparkext.facts import (
 from sparkext.expressions import (
     Alias,
     AttributeReference,
+    ExprId,
     Expression,
     InSet,
     Literal,
@@ -251,16 +253,18 @@ def facts_in(j: dict, output: tuple) -> RelationFacts:
     bkt = j.get("bkt")
     files = j.get("files")
     pushed = j.get("pushed")
+    columns = _Columns(output)
+    partition_columns = cols(j.get("part", ()))
     return RelationFacts(
         format=Format.of(j.get("fmt", {"other": "?"})),
         table=None if tbl is None else TableId(tbl[0], tuple(tbl[1]), tbl[2]),
         location=tuple(j.get("loc", ())),
-        partition_columns=cols(j.get("part", ())),
+        partition_columns=partition_columns,
         bucketing=None if bkt is None else Bucketing(cols(bkt[1]), bkt[0], cols(bkt[2])),
         properties=MappingProxyType(dict(j.get("props", {}))),
         size_in_bytes=j.get("size"),
         row_count=j.get("rows"),
-        files=None if files is None else tuple(_file_in(f, output, cols(j.get("part", ())))
+        files=None if files is None else tuple(_file_in(f, columns, partition_columns)
                                                for f in files),
         files_unknown=j.get("nofiles") or j.get("error"),
         partitioning=tuple(j.get("ptn", ())),
@@ -269,8 +273,8 @@ def facts_in(j: dict, output: tuple) -> RelationFacts:
     )
 
 
-def _file_in(f: list, output: tuple, partition_columns: tuple) -> DataFile:
-    path, size, mtime, pvs, rows, columns, groups = f[:7]
+def _file_in(f: list, columns: _Columns, partition_columns: tuple) -> DataFile:
+    path, size, mtime, pvs, rows, stats, groups = f[:7]
     values = {a.expr_id: value_in(v, type_value(a.data_type))
               for a, v in zip(partition_columns, pvs)}
     # (the JVM names the partition where the values do not say it all: Iceberg's hidden
@@ -278,19 +282,54 @@ def _file_in(f: list, output: tuple, partition_columns: tuple) -> DataFile:
     partition = f[7] if len(f) > 7 else (tuple(values.values()) if values else None)
     return DataFile(
         path, size, mtime, MappingProxyType(values),
-        rows, _column_stats_in(columns, output),
-        None if groups is None else tuple(RowGroup(g[0], _column_stats_in(g[1], output))
+        rows, _ColumnStatsIn(stats, columns),
+        None if groups is None else tuple(RowGroup(g[0], _ColumnStatsIn(g[1], columns))
                                           for g in groups),
         partition)
 
 
-def _column_stats_in(columns: dict, output: tuple) -> MappingProxyType:
-    out = {}
-    for i, (lo, hi, nulls) in columns.items():
-        a = output[int(i)]
-        t = type_value(a.data_type)
-        out[a.expr_id] = ColumnStats(value_in(lo, t), value_in(hi, t), nulls)
-    return MappingProxyType(out)
+class _Columns:
+    """A relation's output, by wire position and by id, shared by its files' statistics."""
+
+    __slots__ = ("output", "position")
+
+    def __init__(self, output: tuple):
+        self.output = output
+        self.position = {a.expr_id: str(i) for i, a in enumerate(output)}
+
+
+class _ColumnStatsIn(Mapping):
+    """One file's or row group's statistics, column id -> :class:`ColumnStats`, each column
+    decoded when first read: a rule reads one or two columns of the many a footer has
+    (decoding them all was most of a top-K's planning over 200 files)."""
+
+    __slots__ = ("_wire", "_columns", "_decoded")
+
+    def __init__(self, wire: dict, columns: _Columns):
+        self._wire = wire
+        self._columns = columns
+        self._decoded: dict[ExprId, ColumnStats] = {}
+
+    def __getitem__(self, expr_id: ExprId) -> ColumnStats:
+        got = self._decoded.get(expr_id)
+        if got is None:
+            at = self._columns.position.get(expr_id)
+            if at is None or at not in self._wire:
+                raise KeyError(expr_id)
+            lo, hi, nulls = self._wire[at]
+            t = type_value(self._columns.output[int(at)].data_type)
+            got = self._decoded[expr_id] = ColumnStats(value_in(lo, t), value_in(hi, t), nulls)
+        return got
+
+    def __iter__(self) -> Iterator[ExprId]:
+        output = self._columns.output
+        return (output[int(i)].expr_id for i in self._wire)
+
+    def __len__(self) -> int:
+        return len(self._wire)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def join_type_in(d: Decoded, v):
