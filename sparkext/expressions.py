@@ -22,6 +22,7 @@ import itertools
 import operator
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, ClassVar
 
 from sparkext import timezones
@@ -1103,27 +1104,60 @@ class Rand(UnaryExpression, NeverNull):
 # Ordering
 
 
-ASC, DESC = "ASC", "DESC"
-NULLS_FIRST, NULLS_LAST = "FIRST", "LAST"
+class _WireString(str, Enum):
+    """An enum whose members are their wire strings: equal to them, printed as them."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class SortDirection(_WireString):
+    """Catalyst's ``SortDirection``; a member is also its wire string (``"DESC"``)."""
+
+    ASC = "ASC"
+    DESC = "DESC"
+
+
+class NullOrdering(_WireString):
+    """Catalyst's ``NullOrdering``; a member is also its wire string (``"FIRST"``)."""
+
+    FIRST = "FIRST"
+    LAST = "LAST"
+
+
+ASC, DESC = SortDirection.ASC, SortDirection.DESC
+NULLS_FIRST, NULLS_LAST = NullOrdering.FIRST, NullOrdering.LAST
 
 
 @mirror(_C + "SortOrder")
 class SortOrder(Expression):
-    """One sort key. Spark's defaults: ASC is NULLS FIRST, DESC is NULLS LAST."""
+    """One sort key. Spark's defaults: ASC is NULLS FIRST, DESC is NULLS LAST. ``direction``
+    and ``null_ordering`` are members of :class:`SortDirection` and :class:`NullOrdering`
+    (their strings are accepted and converted)."""
 
     child: Expression = arg("e")
-    direction: str = arg("dir", default=ASC)
-    null_ordering: str = arg("no", default=None)
+    direction: SortDirection = arg("dir", default=ASC)
+    null_ordering: NullOrdering = arg("no", default=None)
     same_order_expressions: tuple[Expression, ...] = arg("es", default=())
 
     def __post_init__(self) -> None:
-        if self.direction not in (ASC, DESC):
-            raise ValueError(f"SortOrder direction must be ASC or DESC, not {self.direction!r}")
+        try:
+            object.__setattr__(self, "direction", SortDirection(self.direction))
+        except ValueError:
+            raise ValueError(f"SortOrder direction must be ASC or DESC, not {self.direction!r}") \
+                from None
         if self.null_ordering is None:
-            default = NULLS_FIRST if self.direction == ASC else NULLS_LAST
+            default = NULLS_FIRST if self.direction is ASC else NULLS_LAST
             object.__setattr__(self, "null_ordering", default)
-        elif self.null_ordering not in (NULLS_FIRST, NULLS_LAST):
-            raise ValueError(f"null_ordering must be FIRST or LAST, not {self.null_ordering!r}")
+        else:
+            try:
+                object.__setattr__(self, "null_ordering", NullOrdering(self.null_ordering))
+            except ValueError:
+                raise ValueError(f"null_ordering must be FIRST or LAST, not "
+                                 f"{self.null_ordering!r}") from None
 
     @property
     def data_type(self) -> DataType:
@@ -1131,7 +1165,7 @@ class SortOrder(Expression):
 
     @property
     def is_ascending(self) -> bool:
-        return self.direction == ASC
+        return self.direction is ASC
 
     def sql(self) -> str:
         return f"{self.child.sql()} {self.direction} NULLS {self.null_ordering}"

@@ -120,6 +120,8 @@ from sparkext import catalyst_names as names
 from sparkext import uniqueness
 from sparkext.context import current
 from sparkext.expressions import (
+    DESC,
+    NULLS_FIRST,
     Alias,
     AttributeReference,
     EqualNullSafe,
@@ -177,7 +179,7 @@ class SortKey:
 
     @classmethod
     def of(cls, so: SortOrder) -> SortKey:
-        return cls(so.child, so.direction == "DESC", so.null_ordering == "FIRST")
+        return cls(so.child, so.direction is DESC, so.null_ordering is NULLS_FIRST)
 
     def __repr__(self) -> str:
         return (f"{self.expr.sql()} {'DESC' if self.descending else 'ASC'} "

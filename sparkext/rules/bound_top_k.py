@@ -57,7 +57,9 @@ from sparkext.expressions import (
     IsNull,
     LessThanOrEqual,
     Literal,
+    NullOrdering,
     Or,
+    SortDirection,
 )
 from sparkext.facts import ColumnStats, DataFile, Format
 from sparkext.optimizer import because
@@ -113,8 +115,8 @@ def _bounded(sort: Sort, rows: int) -> Sort | None:
     if per_file is None:
         return None
     units = [u for _, us in per_file for u in us]
-    descending = key.direction == "DESC"
-    nulls_first = key.null_ordering == "FIRST"
+    descending = key.direction is SortDirection.DESC
+    nulls_first = key.null_ordering is NullOrdering.FIRST
     nulls = sum(u.nulls for u in units) if nulls_first else 0
     needed = rows - nulls
     if needed <= 0:
