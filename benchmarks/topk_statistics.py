@@ -24,6 +24,9 @@ them. Queries (each builds its DataFrame anew, so planning and file listing are 
   max          appended.agg(max(ts)).collect()
   min_count    appended.agg(min(ts), count(*)).collect()
   shuffled     shuffled.orderBy(desc(ts)).limit(100).collect()  (control: nothing to gain)
+  topk_id      appended.orderBy(desc(id)).limit(100).collect()  (a BIGINT key: ids grow
+               file by file, each file's range apart)
+  max_id       appended.agg(max(id)).collect()
 
 In one local[2] session, ``plain`` (spark.sparkext.enabled=false) and ``sparkext``
 (``sparkext.enable(spark)``, the built-in rules) interleaved: a first untimed run of each
@@ -38,8 +41,22 @@ than the table's: row groups were skipped). ``--catalog`` reads catalog tables (
 TABLE ... USING parquet LOCATION) instead of paths. The machine's load average is printed
 at the start and the end: the figures are noisy.
 
+``--lake delta`` or ``--lake iceberg`` reads the appended and shuffled rows as a Delta table
+(a path, ``delta-<name>/``) or an Iceberg table (``lake.db.<name>``, a Hadoop catalog in
+``iceberg/``), written once from the parquet copies (one task per parquet file: one Delta
+or Iceberg file each) next to them; ``plain`` then has the lake's own planning (Delta's
+metadata-only queries, Iceberg's aggregate push-down and file pruning by its manifests),
+which says where the lake already does what sparkext does. It runs in a venv with the
+lake's package (the compat rows' venvs: ``delta-spark`` 4.4 with pyspark 4.2.0; pyspark
+4.1 with Iceberg 1.12's runtime, fetched through ``spark.jars.packages`` into
+``~/.cache/sparkext/ivy``)::
+
+    ~/.cache/sparkext/venvs/<pyspark>-<hash>/bin/python benchmarks/topk_statistics.py \
+        --lake iceberg --queries topk show max min_count topk_id max_id shuffled
+
     python benchmarks/topk_statistics.py [--rows 20000000] [--files 200] [--rounds 7]
         [--data DIR] [--days 700] [--modes plain sparkext] [--cold] [--profile] [--catalog]
+        [--lake delta|iceberg] [--queries ...]
 """
 
 from __future__ import annotations
@@ -76,7 +93,14 @@ QUERIES = {
     "max": ("appended", lambda df: df.agg(F.max("ts")), "collect", 10.0),
     "min_count": ("appended", lambda df: df.agg(F.min("ts"), F.count("*")), "collect", 10.0),
     "shuffled": ("shuffled", lambda df: df.orderBy(F.desc("ts")).limit(100), "collect", 0.95),
+    "topk_id": ("appended", lambda df: df.orderBy(F.desc("id")).limit(100), "collect", 10.0),
+    "max_id": ("appended", lambda df: df.agg(F.max("id")), "collect", 10.0),
 }
+#: The queries a run makes unless told (--queries); the lakes have no by_day copy.
+DEFAULT_QUERIES = ("topk", "show", "by_day_topk", "max", "min_count", "shuffled")
+LAKE_DATASETS = ("appended", "shuffled")
+IVY_DIR = Path.home() / ".cache/sparkext/ivy"
+ICEBERG_PACKAGE = "org.apache.iceberg:iceberg-spark-runtime-{spark}_2.13:1.12.0"
 
 
 def generate(spark, data: Path, rows: int, files: int, days: int) -> None:
@@ -106,16 +130,7 @@ def generate(spark, data: Path, rows: int, files: int, days: int) -> None:
         print(f"generated {name} in {time.perf_counter() - started:.0f} s", flush=True)
 
     data.mkdir(parents=True, exist_ok=True)
-    # spark.range splits its ids into `files` contiguous partitions: partition i is file i.
-    ts_us = F.lit(START_US) + ((F.spark_partition_id() + F.rand(7) * 1.5) * window_us).cast("long")
-    events = (spark.range(rows, numPartitions=files)
-              .select(F.timestamp_micros(ts_us).alias("ts"), "id",
-                      F.format_string("host-%02d", F.pmod(F.xxhash64("id"), F.lit(40)))
-                      .alias("host"),
-                      (F.rand(11) * 1000).alias("value"))
-              .withColumn("day", F.to_date("ts"))
-              .sortWithinPartitions("ts"))
-    write("appended", events)
+    write("appended", events(spark, rows, files, window_us))
     appended = spark.read.parquet(str(data / "appended"))
     # Dealt round-robin (files of equal size), then in the order of a hash: every file and
     # row group covers the whole time range.
@@ -123,6 +138,64 @@ def generate(spark, data: Path, rows: int, files: int, days: int) -> None:
     # Each task gets whole days, in time order: one file per day directory.
     write("by_day", appended.repartition(files, "day").sortWithinPartitions("day", "ts"),
           partition_by="day")
+
+
+def events(spark, rows: int, files: int, window_us: float):
+    """The appended rows: ``files`` partitions, partition i the i-th window of time (and
+    the i-th range of ids), sorted by time."""
+    # spark.range splits its ids into `files` contiguous partitions: partition i is file i.
+    ts_us = F.lit(START_US) + ((F.spark_partition_id() + F.rand(7) * 1.5) * window_us).cast("long")
+    return (spark.range(rows, numPartitions=files)
+            .select(F.timestamp_micros(ts_us).alias("ts"), "id",
+                    F.format_string("host-%02d", F.pmod(F.xxhash64("id"), F.lit(40)))
+                    .alias("host"),
+                    (F.rand(11) * 1000).alias("value"))
+            .withColumn("day", F.to_date("ts"))
+            .sortWithinPartitions("ts"))
+
+
+def lake_conf(lake: str, data: Path) -> dict[str, str]:
+    """The session settings a lake needs (Delta's jars come from its pip package)."""
+    if lake == "delta":
+        return {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                "spark.sql.catalog.spark_catalog":
+                    "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                "spark.jars.ivy": str(IVY_DIR)}
+    import pyspark
+
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    return {"spark.sql.extensions":
+                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            "spark.jars.packages": ICEBERG_PACKAGE.format(spark=line),
+            "spark.jars.ivy": str(IVY_DIR),
+            "spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
+            "spark.sql.catalog.lake.type": "hadoop",
+            "spark.sql.catalog.lake.warehouse": str(data / "iceberg")}
+
+
+def generate_lake(spark, lake: str, data: Path) -> None:
+    """The appended and shuffled parquet rows written as Delta or Iceberg tables, one
+    output file per parquet file (each task reads one file and writes its rows, in order)."""
+    for name in LAKE_DATASETS:
+        marker = data / f"{lake}-{name}.done"
+        if marker.exists() and marker.read_text().strip() == GENERATION:
+            continue
+        started = time.perf_counter()
+        # (no two files in one task: a split per file, whatever its size)
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 40))
+        spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))
+        rows = spark.read.parquet(str(data / name))
+        if lake == "delta":
+            shutil.rmtree(data / f"delta-{name}", ignore_errors=True)
+            rows.write.format("delta").save(str(data / f"delta-{name}"))
+        else:
+            spark.sql(f"DROP TABLE IF EXISTS lake.db.{name}")
+            rows.writeTo(f"lake.db.{name}").using("iceberg").tableProperty(
+                "write.distribution-mode", "none").create()
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+        marker.write_text(GENERATION + "\n")
+        print(f"generated {lake} {name} in {time.perf_counter() - started:.0f} s", flush=True)
 
 
 def describe(data: Path) -> None:
@@ -236,13 +309,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None,
                         help="default: ~/.cache/sparkext/bench/topk-<rows>-<files>[-<days>d]")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--queries", nargs="*", default=list(QUERIES), choices=list(QUERIES))
+    parser.add_argument("--queries", nargs="*", default=list(DEFAULT_QUERIES),
+                        choices=list(QUERIES))
     parser.add_argument("--modes", nargs="*", default=["plain", "sparkext"],
                         choices=["plain", "sparkext"])
     parser.add_argument("--cold", action="store_true",
                         help="also time sparkext right after clearing its footer cache")
     parser.add_argument("--profile", action="store_true",
                         help="one more run per query and mode, its time split by phase")
+    parser.add_argument("--lake", choices=["delta", "iceberg"],
+                        help="read Delta or Iceberg copies of the appended and shuffled rows")
     parser.add_argument("--catalog", action="store_true",
                         help="read catalog tables over the data instead of paths")
     parser.add_argument("--generate-only", action="store_true")
@@ -258,8 +334,13 @@ def main() -> None:
     for key, value in {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
                        "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
                        "spark.sql.session.timeZone": "UTC",
-                       "spark.sql.warehouse.dir": warehouse}.items():
+                       "spark.sql.warehouse.dir": warehouse,
+                       **(lake_conf(args.lake, data) if args.lake else {})}.items():
         builder = builder.config(key, value)
+    if args.lake == "delta":
+        from delta import configure_spark_with_delta_pip
+
+        builder = configure_spark_with_delta_pip(builder)
     spark = sparkext.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
 
@@ -272,7 +353,17 @@ def main() -> None:
         shutil.rmtree(warehouse, ignore_errors=True)
         return
 
-    if args.catalog:
+    if args.lake:
+        generate_lake(spark, args.lake, data)
+        unknown = [q for q in args.queries if QUERIES[q][0] not in LAKE_DATASETS]
+        if unknown:
+            raise SystemExit(f"--lake has no copy for {unknown} (datasets: {LAKE_DATASETS})")
+
+        def read(name):
+            if args.lake == "delta":
+                return spark.read.format("delta").load(str(data / f"delta-{name}"))
+            return spark.table(f"lake.db.{name}")
+    elif args.catalog:
         for name in DATASETS:
             spark.sql(f"CREATE TABLE bench_{name} USING parquet LOCATION '{data / name}'")
         spark.sql("ALTER TABLE bench_by_day RECOVER PARTITIONS")
@@ -335,7 +426,7 @@ def main() -> None:
         print(f"| {name} | >= {goal:g}x | " + " | ".join(cells) + " |")
     print(f"\nrows: {args.rows:,}, files: {args.files}, days: {args.days}, rounds: "
           f"{args.rounds} (medians, after one untimed warm-up round), interleaved, "
-          f"{'catalog tables' if args.catalog else 'path-based reads'}, cores: "
+          f"{args.lake or ('catalog tables' if args.catalog else 'path-based reads')}, cores: "
           f"{os.cpu_count()}")
     print("load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     spark.stop()

@@ -222,6 +222,26 @@ def test_a_rule_sees_the_delta_files_with_exact_statistics(spark):
         spark.sql("DROP TABLE lake_delta")
 
 
+def test_a_delta_listing_is_kept_per_table_version(spark, tmp_path):
+    """Listing a Delta table's files runs Spark jobs over its log: a table version's
+    listing is kept, and a new version (an append) is listed anew, with its new file."""
+    path = str(tmp_path / "kept")
+    first, *later = _batches()
+    spark.createDataFrame(first, FACTS_SCHEMA).coalesce(1).write.format("delta").save(path)
+    made = spark._jvm.io.sparkext.TestingSupport.deltaListingsMade
+
+    def files() -> tuple[int, int]:
+        before = made()
+        _, facts = only_facts(spark, spark.read.format("delta").load(path))
+        return len(facts.files), made() - before
+
+    assert files() == (1, 1)
+    assert files() == (1, 0)   # the same version, read again: kept
+    spark.createDataFrame(later[0], FACTS_SCHEMA).coalesce(1).write.format("delta") \
+        .mode("append").save(path)
+    assert files() == (2, 1)
+
+
 def test_delta_column_mapping_and_deletion_vectors(spark, tmp_path):
     # Column mapping: the log keys partition values and stats by physical names (col-<uuid>),
     # not the columns' names. A deletion vector: the file's stats count deleted rows.

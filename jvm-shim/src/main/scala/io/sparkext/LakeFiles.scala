@@ -79,6 +79,11 @@ private[sparkext] object LakeFiles {
    *  - binary, boolean and nested columns: Delta keeps no bounds for them (a boolean's,
    *    were a writer to keep one, would be Spark's min/max and is read).
    * A file without stats (`CONVERT TO DELTA`, stats collection off) has none of them.
+   *
+   * Listing the files and reading their stats each run a Spark job over the table's state
+   * (about half a second each for a table of 200 files here): the listing of a table
+   * version, for one set of partition filters and columns, is kept ([[DeltaListings]]):
+   * a version's files never change.
    */
   def delta(l: LogicalRelation, fs: HadoopFsRelation, filters: Seq[Expression], conf: SQLConf): Listing = {
     val index: AnyRef = fs.location
@@ -108,6 +113,13 @@ private[sparkext] object LakeFiles {
       case (a, i) if !partitionAt.contains(i) => deltaField(schema, a.name, conf).map(f => DeltaColumn(i, a.dataType, f))
     }.flatten
 
+    val snapshot = snapshotOf(index)
+    val version = long(call(snapshot, "version"), "Snapshot.version")
+    val key = DeltaKey(index.getClass.getName, fs.location.rootPaths.map(_.toString), version,
+      partitionFilters.map(_.sql), l.output.map(a => (a.name, a.dataType)))
+    val kept = deltaListings.synchronized(deltaListings.get(key))
+    if (kept != null) return kept
+
     val listed = call(index, "listPartitionsAsAddFiles", Seq(classOf[Seq[_]], classOf[Seq[_]]),
       Seq(partitionFilters.toList, Nil))
     val groups = listed match {
@@ -124,9 +136,38 @@ private[sparkext] object LakeFiles {
         adds.map(add => values -> add.asInstanceOf[AnyRef])
       case other => throw new IllegalStateException(s"a Delta partition group is a ${className(other)}")
     }
-    val logged = loggedStats(index, listedFiles.map(_._2).filter(add => call(add, "deletionVector") == null)
+    val logged = loggedStats(snapshot, listedFiles.map(_._2).filter(add => call(add, "deletionVector") == null)
       .map(add => string(call(add, "path"), "AddFile.path")))
-    Listing(partitionTypes, listedFiles.map { case (values, add) => deltaFile(index, add, values, columns, logged) })
+    val listing = Listing(partitionTypes, listedFiles.map { case (values, add) => deltaFile(index, add, values, columns, logged) })
+    deltaListingsMade.incrementAndGet()
+    // (kept only when the index still reads the version it was keyed by)
+    if (long(call(snapshotOf(index), "version"), "Snapshot.version") == version) {
+      deltaListings.synchronized(deltaListings.put(key, listing))
+    }
+    listing
+  }
+
+  /** At most this many Delta listings are kept (the newest used). */
+  val DeltaListings = 64
+
+  /** One read of a Delta table version: its index, root, partition filters and columns. */
+  private final case class DeltaKey(index: String, roots: Seq[String], version: Long,
+      partitionFilters: Seq[String], columns: Seq[(String, DataType)])
+
+  private val deltaListings = new java.util.LinkedHashMap[DeltaKey, Listing](16, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[DeltaKey, Listing]): Boolean = size() > DeltaListings
+  }
+
+  /** Delta listings made (not found kept) since the JVM started. */
+  val deltaListingsMade = new java.util.concurrent.atomic.AtomicLong()
+
+  /** Forgets the Delta listings kept (for measuring a cold start). */
+  def clear(): Unit = deltaListings.synchronized(deltaListings.clear())
+
+  /** The snapshot a Delta file index lists (a prepared scan's, for a query Delta prepared). */
+  private def snapshotOf(index: AnyRef): AnyRef = index.getClass.getName match {
+    case "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex" => call(call(index, "preparedScan"), "scannedSnapshot")
+    case _ => call(index, "getSnapshot")
   }
 
   /** What the log holds of a file without a deletion vector: its size, time and stats JSON. */
@@ -139,12 +180,8 @@ private[sparkext] object LakeFiles {
    * keeps them. A path without a deletion vector names one immutable file, so its entry is
    * that file's in any snapshot; [[deltaFile]] checks size and time match all the same.
    */
-  private def loggedStats(index: AnyRef, paths: Seq[String]): Map[String, Logged] = {
+  private def loggedStats(snapshot: AnyRef, paths: Seq[String]): Map[String, Logged] = {
     if (paths.isEmpty) return Map.empty
-    val snapshot = index.getClass.getName match {
-      case "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex" => call(call(index, "preparedScan"), "scannedSnapshot")
-      case _ => call(index, "getSnapshot")
-    }
     val files = call(snapshot, "allFiles") match {
       case d: org.apache.spark.sql.Dataset[_] => d.toDF()
       case other => throw new IllegalStateException(s"Snapshot.allFiles is a ${className(other)}")

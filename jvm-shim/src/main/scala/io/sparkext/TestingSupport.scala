@@ -11,8 +11,12 @@ object TestingSupport {
   /** Footers read from storage (not from the cache) since this JVM started. */
   def footerReads(): Long = ParquetFooters.reads.get
 
-  /** Empties the footer cache: the next query on a table reads its footers again. */
-  def clearFooterCache(): Unit = ParquetFooters.clear()
+  /** Empties the footer cache and the Delta listings kept: the next query on a table reads
+   *  its footers (its Delta log) again. */
+  def clearFooterCache(): Unit = { ParquetFooters.clear(); LakeFiles.clear() }
+
+  /** Delta listings made (not found kept) since this JVM started. */
+  def deltaListingsMade(): Long = LakeFiles.deltaListingsMade.get
 
 
   /** Injects catalog statistics into `table` (`db.name`), as Spark's PlanStabilitySuite. */
