@@ -43,7 +43,7 @@ from sparkext.optimizer import (
     RuleStats,
 )
 from sparkext.threads import NoThread, ThreadLost, run_on_deep_stack
-from sparkext.wire import UNCHANGED_ANSWER, handshake
+from sparkext.wire import UNCHANGED_ANSWER, handshake, unchanged_answer
 
 
 class _TooDeep(Exception):
@@ -171,8 +171,7 @@ class RuleBridge:
                 observer(result)
             stats = self.stats_field(result.stats)
             if result.plan is decoded.plan and not result.unconverged:
-                # written by hand: the JVM reads this, the common answer, without a JSON parser
-                return '{"unchanged":true,"stats":[' + ",".join(map(str, stats)) + "]}"
+                return unchanged_answer(stats)
             try:
                 return json.dumps(self._changed_answer(result, decoded, stats, trace),
                                   separators=(",", ":"), allow_nan=False)

@@ -37,6 +37,35 @@ def test_a_different_constant_is_refused_at_enable(spark, monkeypatch, field, va
     sparkext.enable(spark)
 
 
+@pytest.mark.parametrize("field,value,words", [
+    ("HEADER_FIELDS", (*wire.HEADER_FIELDS, "new"), 'header: the package has .*"new".*, the jar'),
+    ("UNCHANGED_WITH_STATS", '{"unchanged":1,"stats":[', "unchanged: the package has"),
+])
+def test_a_different_header_or_unchanged_answer_is_refused_at_enable(spark, monkeypatch, field,
+                                                                     value, words):
+    monkeypatch.setattr(wire, field, value)
+    with pytest.raises(SparkextError, match=words):
+        sparkext.enable(spark)
+    monkeypatch.undo()
+    sparkext.enable(spark)
+
+
+def test_a_request_header_field_the_package_does_not_declare_is_refused():
+    from sparkext.codec import Decoded
+    from sparkext.codec.errors import WireError
+
+    header = {"v": wire.VERSION, "id": 1, "pos": "once", "shiny": True}
+    with pytest.raises(WireError, match=r"does not read: \['shiny'\]"):
+        Decoded.from_json(json.dumps(header) + "\n{}")
+
+
+def test_the_unchanged_answer_is_what_the_jar_reads(spark):
+    answer = wire.unchanged_answer([3, 0, 12])
+    got = spark._jvm.io.sparkext.BridgeCall.unchangedStats(answer)
+    assert list(got) == [3, 0, 12]
+    assert list(spark._jvm.io.sparkext.BridgeCall.unchangedStats(wire.UNCHANGED_ANSWER)) == []
+
+
 def test_a_different_kind_list_is_refused_at_enable(spark, monkeypatch):
     monkeypatch.setattr(wire, "wire_codes", lambda: wire_codes() + ["ee"])
     with pytest.raises(SparkextError, match=r"kinds: the package has \[.*\"ee\".*\], the jar \["):

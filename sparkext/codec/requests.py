@@ -38,7 +38,7 @@ from sparkext.joins import ExistenceJoin, JoinType, OpaqueJoinType
 from sparkext.kinds import Item, ItemCodec, plain, special
 from sparkext.plan import AliasIdentifier, Lazy, LogicalPlan, Opaque, Relation
 from sparkext.types import DataType
-from sparkext.wire import VERSION
+from sparkext.wire import HEADER_FIELDS, VERSION
 
 _json = json.JSONDecoder()
 
@@ -48,6 +48,9 @@ def data_type(text: str) -> DataType:
     """The (immutable, shared) DataType for Spark's JSON text of a type: a session's plans
     use a few dozen types, and parsing their JSON anew was a sixth of every decode."""
     return DataType(text)
+
+
+_HEADER_FIELDS = frozenset(HEADER_FIELDS)
 
 
 def request_document(text: str) -> dict:
@@ -104,6 +107,9 @@ class Decoded:
     def from_json(cls, text: str) -> Decoded:
         """Decodes a request as the JVM sends it: the header now, the body when first read."""
         header, body_start = _json.raw_decode(text)
+        if not _HEADER_FIELDS.issuperset(header):
+            raise WireError(f"the request header has fields this package does not read: "
+                            f"{sorted(set(header) - _HEADER_FIELDS)} (sparkext.wire.HEADER_FIELDS)")
         return cls(header, text, body_start)
 
     @cached_property

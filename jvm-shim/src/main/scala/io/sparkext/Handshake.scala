@@ -7,7 +7,8 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 /**
  * What the Python package and this jar must agree on, compared once when `sparkext.enable`
  * registers rules: the sparkext version both were built from, the wire version, the
- * argument kinds the reflective builders know, and the largest answer. A package and a jar from different builds then fail there, with one
+ * argument kinds the reflective builders know, the request header's fields, the unchanged
+ * answer's form, and the largest answer. A package and a jar from different builds then fail there, with one
  * error naming both sides' values, instead of warning on every query. The package's half
  * is `sparkext.wire.handshake()`.
  */
@@ -30,6 +31,8 @@ object Handshake {
     "package_version" -> build.getOrElse("version", "unknown"),
     "version" -> PlanCodec.Version,
     "kinds" -> Kind.all.map(_.code).sorted,
+    "header" -> PlanEncoder.HeaderFields.sorted,
+    "unchanged" -> BridgeCall.UnchangedWithStats,
     "max_answer_bytes" -> PythonChannel.MaxAnswerBytes)
 
   /** [[ours]] as JSON (tests compare it with the package's through py4j). */

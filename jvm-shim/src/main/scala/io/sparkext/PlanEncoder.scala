@@ -31,6 +31,18 @@ trait EncodedCall {
   def listedFiles(leaf: LogicalPlan): Option[RelationFacts.Listing] = None
 }
 
+object PlanEncoder {
+  /**
+   * Every field a request's header may have: `encode` writes `v`, `tz`, `tz_breaks`,
+   * `topk` and `root`, its caller the call's own (PythonRules: `id`, `pos`, `excluded`,
+   * `catalyst_excluded`, `trace`; Guards: `id`, `pos`). The package declares the same
+   * (sparkext/wire.py `HEADER_FIELDS`): the handshake compares them, and the package
+   * refuses a request whose header has another.
+   */
+  val HeaderFields: Seq[String] = Seq("v", "id", "pos", "tz", "tz_breaks", "topk", "root",
+    "excluded", "catalyst_excluded", "trace")
+}
+
 /**
  * Encodes one plan for one call. Not thread-safe: one encoder per call, with its own
  * handle table; after `encode`, [[call]] is what the rebuilder resolves references with.

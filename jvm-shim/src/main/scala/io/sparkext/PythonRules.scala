@@ -392,13 +392,15 @@ private[sparkext] final class BridgeCall(
 
 private[sparkext] object BridgeCall {
 
-  /** Python's answer when no rule changed the plan, exactly as sparkext/bridge.py writes it. */
+  /** Python's answer when no rule changed the plan (sparkext/wire.py `UNCHANGED_ANSWER`). */
   val Unchanged = "{\"unchanged\":true}"
-  private val UnchangedWithStats = "{\"unchanged\":true,\"stats\":["
+  /** The same with the rules' figures, read by this prefix (`UNCHANGED_WITH_STATS`; the
+   *  handshake compares the two sides'). */
+  val UnchangedWithStats = "{\"unchanged\":true,\"stats\":["
 
   /**
-   * The figures of an unchanged answer (`{"unchanged":true,"stats":[1,2,...]}`, written by
-   * hand in sparkext/bridge.py), read without a JSON parser; null for any other answer.
+   * The figures of an unchanged answer (`{"unchanged":true,"stats":[1,2,...]}`,
+   * sparkext/wire.py `unchanged_answer`), read without a JSON parser; null for any other.
    */
   def unchangedStats(answer: String): Array[Long] = {
     if (answer == Unchanged) return Array.emptyLongArray
