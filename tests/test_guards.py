@@ -138,6 +138,9 @@ REFUSED_BY = {
     "DSv2 scan without a partition filter": ("SELECT count(*) FROM ev2 WHERE id > 7",
                                              "require_partition_filters"),
     "DSv2 scan over the file limit": ("SELECT count(*) FROM ev2 WHERE p < 3", "limit_scans"),
+    # (Spark infers p IS NOT NULL and hands it to the scan as a partition filter)
+    "DSv2 scan joined on the partition column only": (
+        "SELECT count(*) FROM ev2 e JOIN tiny t ON e.p = t.k", "require_partition_filters"),
 }
 # The same rows in plain Spark, for the DataFrame query and the union of a cached part.
 PLAIN = {

@@ -12,7 +12,7 @@ import org.apache.hadoop.fs.{FileStatus, Path}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, AttributeSet, Expression, Literal, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, AttributeSet, Expression, IsNotNull, Literal, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan, OneRowRelation, Project, Range}
 import org.apache.spark.sql.execution.LogicalRDD
 import org.apache.spark.sql.execution.columnar.InMemoryRelation
@@ -488,7 +488,10 @@ private[sparkext] object RelationFacts {
    */
   private def pushed(p: LogicalPlan): Option[Either[String, Seq[(String, Boolean)]]] = p match {
     case s: DataSourceV2ScanRelation if !s.scan.isInstanceOf[LocalScan] => Some(s.scan match {
-      case f: FileScan => Right(f.partitionFilters.map(e => (e.sql, true)) ++ f.dataFilters.map(e => (e.sql, false)))
+      // (IS NOT NULL, which Spark infers for a join on the column, and dynamic pruning's
+      // marker restrict nothing for sure: as the V1 guard reads them)
+      case f: FileScan => Right(f.partitionFilters.map(e => (e.sql, !inferred(e))) ++
+        f.dataFilters.map(e => (e.sql, false)))
       case scan if isIceberg(s.relation) =>
         try Right(LakeFiles.icebergPushed(scan))
         catch { case NonFatal(e) => Left(s"could not read the filters of the Iceberg scan: $e") }
@@ -496,6 +499,10 @@ private[sparkext] object RelationFacts {
     })
     case _ => None
   }
+
+  /** A partition filter Spark adds by itself: `IS NOT NULL`, dynamic partition pruning's. */
+  private def inferred(e: Expression): Boolean = e.isInstanceOf[IsNotNull] ||
+    e.exists(x => x.getClass.getSimpleName.startsWith("DynamicPruning"))
 
   private def bucketing(p: LogicalPlan): Option[(Int, Seq[String], Seq[String])] = p match {
     case FileSource(fs) =>
