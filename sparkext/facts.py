@@ -199,7 +199,8 @@ class PushedFilter:
     the plan the ones the source says it applies in full): ``text`` as the source prints it,
     and whether it restricts the partitions the scan reads (``prunes_partitions``: for
     Iceberg, its projection on the table's partition spec is not "always true"; for a file
-    source, a filter on partition columns)."""
+    source, a filter on partition columns; never ``IS NOT NULL`` nor dynamic partition
+    pruning's, which Spark adds by itself)."""
 
     text: str
     prunes_partitions: bool
