@@ -16,16 +16,18 @@ call is kept in a module global, so nothing leaks from one call into the next.
     >>> current() is None
     True
 
-A new per-call setting (ANSI mode, ...) is one field here, read in
-:meth:`CallContext.from_header`.
+A new per-call setting (ANSI mode, ...) is one field here and one entry of
+:data:`HEADER`, which :meth:`CallContext.from_header` reads by and which is the package's
+declaration of the header (``sparkext.wire.HEADER_FIELDS``, compared with the jar's).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,16 +55,27 @@ class CallContext:
 
     @classmethod
     def from_header(cls, header: dict) -> CallContext:
-        return cls(
-            call_id=header.get("id"),
-            position=header.get("pos"),
-            time_zone=header.get("tz"),
-            time_zone_reverses=frozenset(header.get("tz_breaks", ())),
-            top_k_threshold=header.get("topk"),
-            excluded=frozenset(header.get("excluded", ())),
-            catalyst_excluded=frozenset(header.get("catalyst_excluded", ())),
-            trace=header.get("trace") is True,
-        )
+        """The settings a request's header carries (an absent field: the default)."""
+        return cls(**{name: read(header[key]) for key, (name, read) in HEADER.items()
+                      if key in header})
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+#: The call's settings in a request header: header field -> (CallContext field, how its
+#: JSON value is read).
+HEADER: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "id": ("call_id", _same),
+    "pos": ("position", _same),
+    "tz": ("time_zone", _same),
+    "tz_breaks": ("time_zone_reverses", frozenset),
+    "topk": ("top_k_threshold", _same),
+    "excluded": ("excluded", frozenset),
+    "catalyst_excluded": ("catalyst_excluded", frozenset),
+    "trace": ("trace", lambda v: v is True),
+}
 
 
 _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

@@ -8,6 +8,7 @@ disagree fail there with one clear error rather than on every query.
 
 from __future__ import annotations
 
+from sparkext.context import HEADER
 from sparkext.kinds import wire_codes
 
 #: The wire format's version (docs/wire-format.md). Bump it together with the JVM's
@@ -21,10 +22,9 @@ UNCHANGED_ANSWER = '{"unchanged":true}'
 UNCHANGED_WITH_STATS = '{"unchanged":true,"stats":['
 
 #: The fields of a request's header (docs/wire-format.md, "Requests"): what the JVM writes
-#: and the package reads (``sparkext.context.CallContext.from_header``, the decoder's
-#: ``v`` and ``root``).
-HEADER_FIELDS = ("v", "id", "pos", "tz", "tz_breaks", "topk", "root", "excluded",
-                 "catalyst_excluded", "trace")
+#: and the package reads: the decoder's ``v`` and ``root``, and the call's settings
+#: (``sparkext.context.HEADER``).
+HEADER_FIELDS = ("v", "root", *HEADER)
 
 #: The largest answer the JVM accepts (the channel's length prefix is checked against it).
 MAX_ANSWER_BYTES = 2**30
