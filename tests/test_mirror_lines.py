@@ -3,7 +3,7 @@ constructor takes, and the codec reads and writes exactly those.
 
 The constructors below are the public ones ``javap`` printed from each line's
 spark-catalyst jar (pyspark 3.5.9, 4.0.5, 4.1.4, 4.2.1, 4.3.0; the issue 14 research,
-docs/spark-lines-research.md section 4). Every other mirrored class has the same public
+docs/spark-lines.md, "The Python side"). Every other mirrored class has the same public
 constructors on every line. The real-Spark side (no class dropped at ``enable()``) is in
 tests/compat/.
 """
