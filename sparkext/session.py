@@ -486,7 +486,7 @@ def disable(spark: SparkSession) -> None:
 
 
 def metrics(spark: SparkSession | ConnectSession) -> dict[str, Any]:
-    """The bridge's counters for this session (docs/performance.md, "Metrics", lists every
+    """The bridge's counters for this session (README.md, "Metrics", lists every
     key). Counts are integers; times are integer nanoseconds (``*_nanos``); ``warnings``
     holds the last warnings; ``rules`` maps each Python rule's name to
     ``{"invocations", "effective", "nanos", "refused", "refusal_reasons"}``, ``guards`` each
