@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from sparkext import catalyst_names as names
 from sparkext._tree import mirror_spec
 from sparkext.codec import AnswerEncoder, Decoded
 from sparkext.collector import fewer_collections
@@ -230,7 +231,8 @@ class Registration:
     bridge: RuleBridge
     #: every rule, in the order the executors run them
     rules: tuple[Rule, ...]
-    #: ``{"handshake", "channel": {"address", "secret", "key"}, "rules", "mirror"}``
+    #: ``{"handshake", "channel": {"address", "secret", "key"}, "rules", "mirror",
+    #: "prechecks"}``
     spec: dict
 
 
@@ -252,8 +254,17 @@ def registration(batches: Iterable[Batch], channel, spark_version: str | None = 
                   for r in rules],
         # the constructors of the running Spark's line (None: the newest line)
         "mirror": mirror_spec(spark_version),
+        # what the JVM's pre-checks must know of the analyses (Prechecks.scala)
+        "prechecks": precheck_vocabulary(),
     }
     return Registration(bridge, rules, spec)
+
+
+def precheck_vocabulary() -> dict[str, dict[str, list[str]]]:
+    """The registration's ``prechecks``: per JVM pre-check, the Catalyst class names it
+    interprets, from the declarations the analyses read
+    (:data:`sparkext.catalyst_names.ORDERING_PRECHECK`)."""
+    return {"ordering": {k: sorted(v) for k, v in names.ORDERING_PRECHECK.items()}}
 
 
 def all_rules(executors: dict[str, RuleExecutor]) -> tuple[Rule, ...]:

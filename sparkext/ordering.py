@@ -482,8 +482,9 @@ def _keys(order) -> tuple[SortKey, ...]:
 
 # The JVM's "ordering" pre-check (jvm-shim Prechecks.scala) over-approximates what this
 # derivation and uniqueness.py can find, to skip calls for sorts nothing can change: a new
-# source of orderings, constants, equalities or unique keys here must be admitted there too
-# (tests/test_prechecks.py compares the two on TPC-H, TPC-DS and the corpus).
+# node kind that makes orderings, constants, equalities or unique keys here must be admitted
+# there too (tests/test_prechecks.py compares the two on TPC-H, TPC-DS and the corpus); the
+# window functions it reads it is sent (catalyst_names.ORDERING_PRECHECK).
 def _derive(plan: LogicalPlan) -> EquivalenceProperties:
     match plan:
         case Relation(output=out, ordering=ordering, ordering_is_global=is_global):

@@ -74,9 +74,9 @@ def unique_keys(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
     return plan._cached("unique_keys", lambda: _dedupe(_derive(plan)))
 
 
-# A new source of unique keys must be admitted by the JVM's "ordering" pre-check too
-# (Prechecks.scala: it expects them from grouped Aggregates and row_number; see
-# ordering._derive).
+# A new node kind making unique keys must be admitted by the JVM's "ordering" pre-check
+# too (Prechecks.scala: it expects them from grouped Aggregates and from the window
+# functions catalyst_names.ORDERING_PRECHECK sends it; see ordering._derive).
 def _derive(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
     match plan:
         case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs):

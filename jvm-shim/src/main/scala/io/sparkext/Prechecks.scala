@@ -3,6 +3,8 @@ package io.sparkext
 import scala.collection.mutable
 import scala.util.control.NonFatal
 
+import com.fasterxml.jackson.databind.JsonNode
+
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, AttributeReference, AttributeSet,
   EqualNullSafe, EqualTo, Expression, IsNull, NamedExpression, WindowExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Count, Max, Min}
@@ -18,7 +20,49 @@ import org.apache.spark.sql.types.{DoubleType, FloatType}
  * every active rule declares one and none holds, the call is skipped (`skipped_precheck`).
  * A pre-check may say "may change" of a plan the rule leaves alone (that only costs a
  * call); it must never say "cannot change" of a plan the rule would change.
+ *
+ * What a pre-check must know of Python's analyses (the window functions they read) comes
+ * in the registration document (`prechecks`, sparkext/bridge.py `precheck_vocabulary`):
+ * the JVM keeps no list of its own. `ordering`: None when the registration sends none (a
+ * rule declaring that pre-check is then refused at registration).
  */
+private[sparkext] final class Prechecks(val ordering: Option[OrderingVocabulary]) {
+  private val orderingPrecheck = ordering.map(new OrderingPrecheck(_))
+
+  def mayChange(name: String, plan: LogicalPlan): Boolean = name match {
+    case Prechecks.Ordering => orderingPrecheck.forall(_.mayChange(plan))
+    case Prechecks.TopKScan => ScanPrechecks.topKOverScan(plan)
+    case Prechecks.GlobalAggregateScan => ScanPrechecks.globalAggregateOverScan(plan)
+    case _ => true
+  }
+}
+
+/**
+ * What the ordering and uniqueness analyses read of window functions (Catalyst class
+ * names; sparkext/catalyst_names.py `ORDERING_PRECHECK`): those whose value never
+ * decreases along their window's order (row_number, rank, ...), the aggregates that only
+ * grow (or only shrink) over a frame from the partition's first row (count, max, min), and
+ * the window functions that number a partition's rows apart (row_number: with the
+ * partition keys, a unique key).
+ */
+private[sparkext] final case class OrderingVocabulary(nondecreasing: Set[String],
+    runningMonotonic: Set[String], numbering: Set[String])
+
+private[sparkext] object OrderingVocabulary {
+  def parse(node: JsonNode): OrderingVocabulary = {
+    def names(field: String): Set[String] = node.get(field) match {
+      case a if a != null && a.isArray =>
+        val out = Set.newBuilder[String]
+        a.forEach(n => out += n.asText())
+        out.result()
+      case _ => throw new IllegalArgumentException(s"the registration's ordering pre-check " +
+        s"vocabulary has no '$field': the sparkext Python package and jar differ")
+    }
+    OrderingVocabulary(names("nondecreasing_window_functions"),
+      names("running_monotonic_aggregates"), names("numbering_window_functions"))
+  }
+}
+
 private[sparkext] object Prechecks {
   /** sparkext's sort rules (`simplify_sort_keys`, `eliminate_sorts`): [[OrderingPrecheck]]. */
   val Ordering = "ordering"
@@ -28,11 +72,10 @@ private[sparkext] object Prechecks {
   val GlobalAggregateScan = "global_aggregate_scan"
   val known: Seq[String] = Seq(Ordering, TopKScan, GlobalAggregateScan)
 
-  def mayChange(name: String, plan: LogicalPlan): Boolean = name match {
-    case Ordering => OrderingPrecheck.mayChange(plan)
-    case TopKScan => ScanPrechecks.topKOverScan(plan)
-    case GlobalAggregateScan => ScanPrechecks.globalAggregateOverScan(plan)
-    case _ => true
+  /** The registration's `prechecks` (null: none sent). */
+  def parse(node: JsonNode): Prechecks = {
+    val ordering = Option(node).flatMap(n => Option(n.get(Ordering))).filterNot(_.isNull)
+    new Prechecks(ordering.map(OrderingVocabulary.parse))
   }
 }
 
@@ -120,7 +163,7 @@ private[sparkext] object ScanPrechecks {
  * and functions of constants are constant: all inside the constant groups.) Whatever it finds
  * constant then reads only attributes of constant groups (or none), and every unique key it
  * finds has all its members in the groups of one Aggregate's grouping expressions, or of
- * a Window's partition keys and its `row_number` column. A key "may go" when every
+ * a Window's partition keys and its numbering column (`row_number`). A key "may go" when every
  * attribute it reads is in a constant group or in the group of an earlier key (ties); a
  * unique key "may be constant" likewise. The first key "may be
  * ordered" when an attribute it reads is in the group of an attribute a Window's partition
@@ -128,15 +171,7 @@ private[sparkext] object ScanPrechecks {
  * limit (a top-K: see `loneSort`). If no key may go, no unique key may be constant at any
  * key and the first key may not be ordered, the sort rules cannot change the plan.
  */
-private[sparkext] object OrderingPrecheck {
-
-  /** sparkext/catalyst_names.py's NONDECREASING_WINDOW_FUNCTIONS: window functions whose
-   *  value never decreases along their window's order (sparkext/ordering.py `_window`). */
-  private val NondecreasingWindowFunctions =
-    Set("RowNumber", "Rank", "DenseRank", "NTile", "PercentRank", "CumeDist")
-
-  /** sparkext/catalyst_names.py's RUNNING_MONOTONIC_AGGREGATES. */
-  private val RunningMonotonicAggregates = Set("Count", "Max", "Min")
+private[sparkext] final class OrderingPrecheck(vocabulary: OrderingVocabulary) {
 
   def mayChange(plan: LogicalPlan): Boolean = try {
     loneSort(plan, underLimit = false) match {
@@ -297,26 +332,27 @@ private[sparkext] object OrderingPrecheck {
         case w: Window =>
           // Its outputs are no constants and no members of a group. The order it makes
           // counts, by its keys and by the window functions that never decrease along them
-          // (row_number, rank, ...; count, max, min over a growing frame), and so do the
-          // unique keys row_number makes.
+          // (row_number, rank, ...; count, max, min over a growing frame: the frame is not
+          // read, admitting more only makes more calls), and so do the unique keys
+          // row_number makes (numbered 1, 2, ... within a partition: with the partition
+          // keys, unique). The functions' names are the registration's vocabulary.
           w.partitionSpec.foreach(read(_, windowKeys))
           w.orderSpec.foreach(read(_, windowKeys))
           w.windowExpressions.foreach {
-            case a @ Alias(WindowExpression(f, _), _)
-                if NondecreasingWindowFunctions(f.getClass.getSimpleName) =>
-              windowKeys.add(slot(a.exprId.id))
-              if (f.getClass.getSimpleName == "RowNumber") {
-                // numbered 1, 2, ... within a partition: with the partition keys, unique
+            case a @ Alias(WindowExpression(f, _), _) =>
+              val name = f.getClass.getSimpleName
+              val ordered = vocabulary.nondecreasing(name) || (f match {
+                case ae: AggregateExpression =>
+                  vocabulary.runningMonotonic(ae.aggregateFunction.getClass.getSimpleName)
+                case _ => false
+              })
+              if (ordered) windowKeys.add(slot(a.exprId.id))
+              if (vocabulary.numbering(name)) {
                 val key = new Ints
                 w.partitionSpec.foreach(read(_, key))
                 key.add(slot(a.exprId.id))
                 uniqueKeys += key.toArray
               }
-            // count, max and min over a frame from the partition's first row (the frame is
-            // not read: admitting more only makes more calls)
-            case a @ Alias(WindowExpression(ae: AggregateExpression, _), _)
-                if RunningMonotonicAggregates(ae.aggregateFunction.getClass.getSimpleName) =>
-              windowKeys.add(slot(a.exprId.id))
             case _ =>
           }
           true

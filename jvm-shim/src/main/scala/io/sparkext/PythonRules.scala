@@ -66,8 +66,7 @@ final class PythonRules(session: SparkSession, val position: Position) extends R
     // Rules may declare a JVM-side test that must hold for them to change a plan: the call
     // is made only if some rule's node kinds are in the plan and its test holds (the sort
     // rules' test says "may change" of a plan without a Sort, which their kinds exclude).
-    if (active.prechecks.nonEmpty &&
-        !active.rules.exists(r => r.mayMatch(plan) && r.precheck.forall(Prechecks.mayChange(_, plan)))) {
+    if (active.allPrechecked && !active.rules.exists(active.mayAct(_, plan))) {
       return skip(m.skippedPrecheck)
     }
 

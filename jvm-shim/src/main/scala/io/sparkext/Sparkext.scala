@@ -59,18 +59,21 @@ final case class RuleInfo(name: String, position: Position, patterns: Seq[TreePa
  * (`excluded`) and of `spark.sql.optimizer.excludedRules` (`catalystExcluded`, short
  * names), and what the JVM's skip tests: `patterns`, the tree patterns of which a plan must
  * hold one for any of them to match, or None when one of them declares none (it may match
- * anything); `prechecks`, the pre-checks of which one must hold for any of them to change
- * a plan, or None when one of them declares none.
+ * anything); `allPrechecked`, whether each declares a JVM pre-check (then a plan none of
+ * them may act on, [[mayAct]], needs no call), run with the registration's `prechecks`.
  */
 final class ActiveRules private (val excludedText: String, val catalystText: String,
-    val excluded: Set[String], val catalystExcluded: Seq[String], val rules: Seq[RuleInfo]) {
+    val excluded: Set[String], val catalystExcluded: Seq[String], val rules: Seq[RuleInfo],
+    val prechecks: Prechecks) {
   val patterns: Option[Seq[TreePattern.Value]] =
     if (rules.forall(_.patterns.nonEmpty)) Some(rules.flatMap(_.patterns).distinct) else None
-  val prechecks: Option[Seq[String]] =
-    if (rules.nonEmpty && rules.forall(_.precheck.nonEmpty)) {
-      Some(rules.flatMap(_.precheck).distinct)
-    } else None
+  /** Whether every rule declares a pre-check: a plan none of them passes needs no call. */
+  val allPrechecked: Boolean = rules.nonEmpty && rules.forall(_.precheck.nonEmpty)
   private val needing = rules.filter(_.needs.nonEmpty)
+
+  /** Whether `r` may act on `plan`: by its patterns and its pre-check. */
+  def mayAct(r: RuleInfo, plan: LogicalPlan): Boolean =
+    r.mayMatch(plan) && r.precheck.forall(prechecks.mayChange(_, plan))
 
   /**
    * The relation facts to send with `plan` ([[RelationFacts.Needs]]): what the rules that
@@ -79,17 +82,17 @@ final class ActiveRules private (val excludedText: String, val catalystText: Str
    */
   def needsFor(plan: LogicalPlan): Set[String] =
     if (needing.isEmpty) Set.empty
-    else needing.filter(r => r.mayMatch(plan) && r.precheck.forall(Prechecks.mayChange(_, plan)))
-      .flatMap(_.needs).toSet
+    else needing.filter(mayAct(_, plan)).flatMap(_.needs).toSet
 }
 
 object ActiveRules {
-  def apply(rules: Seq[RuleInfo], excludedText: String, catalystText: String): ActiveRules = {
+  def apply(rules: Seq[RuleInfo], excludedText: String, catalystText: String,
+      prechecks: Prechecks): ActiveRules = {
     val excluded = Conf.namesIn(excludedText).toSet
     val catalystExcluded = Conf.namesIn(catalystText).map(_.split('.').last)
     val catalystSet = catalystExcluded.toSet
     new ActiveRules(excludedText, catalystText, excluded, catalystExcluded,
-      rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystSet)))
+      rules.filter(r => !excluded.contains(r.name) && r.activeWith(catalystSet)), prechecks)
   }
 }
 
@@ -101,6 +104,8 @@ final class Registration(
     val key: Long,
     val spec: MirrorSpec,
     val rules: Seq[RuleInfo],
+    /** What the rules' JVM pre-checks are told of Python's analyses. */
+    val prechecks: Prechecks,
     val version: Long) {
 
   private val byPosition: Map[Position, Seq[RuleInfo]] = rules.groupBy(_.position)
@@ -124,7 +129,7 @@ final class Registration(
     if (last != null && last.excludedText == excludedText && last.catalystText == catalystText) {
       return last
     }
-    val fresh = ActiveRules(rulesAt(p), excludedText, catalystText)
+    val fresh = ActiveRules(rulesAt(p), excludedText, catalystText, prechecks)
     if (fresh.excluded.nonEmpty) {
       Conf.unknownRules(fresh.excluded, rules.map(_.name)).foreach(w => PythonRules.log.warn(w))
     }
@@ -313,9 +318,15 @@ object Sparkext {
   private[sparkext] def compile(spec: JsonNode, bridge: RuleBridge): (Registration, Seq[(String, String)]) = {
     Handshake.check(spec.get("handshake"))
     val rules = parseRules(spec.get("rules"))
+    val prechecks = Prechecks.parse(spec.get("prechecks"))
+    rules.find(r => r.precheck.contains(Prechecks.Ordering) && prechecks.ordering.isEmpty).foreach { r =>
+      throw new IllegalArgumentException(s"rule '${r.name}' declares the JVM pre-check " +
+        s"'${Prechecks.Ordering}', and the registration sends no vocabulary for it: the " +
+        "sparkext Python package and jar differ")
+    }
     val (mirror, dropped) = MirrorSpec.compile(spec.get("mirror"))
     val (channel, key) = parseChannel(spec.get("channel"))
-    (new Registration(bridge, channel, key, mirror, rules, versions.incrementAndGet()), dropped)
+    (new Registration(bridge, channel, key, mirror, rules, prechecks, versions.incrementAndGet()), dropped)
   }
 
   /** Every `spark.sparkext.*` entry as JSON: `[{"key", "default", "doc"}, ...]`. */
