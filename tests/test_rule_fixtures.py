@@ -294,6 +294,14 @@ def test_the_format_reads_what_it_writes_and_refuses_what_it_does_not_know(tmp_p
             rule_fixtures.parse(bad)
 
 
+def test_the_documented_example_is_a_fixture_case_as_it_is():
+    doc = (Path(__file__).parent.parent / "docs" / "plan-testing.md").read_text()
+    example = doc.split("### The rule fixtures", 1)[1].split("```\n", 2)[1]
+    case = rule_fixtures.parse(example).cases[0]
+    assert rule_fixtures.read(rule_fixtures.path_of("push_down_filters")).case(case.title) \
+        == case, "docs/plan-testing.md's fixture example differs from push_down_filters.sql"
+
+
 def test_the_tables_script_splits_into_statements():
     statements = rule_fixtures.statements(rule_fixtures.TABLES.read_text())
     assert statements[0].startswith("CREATE TABLE l ")
