@@ -24,7 +24,7 @@ of the very hazards the cases guard (tests/corpus/catalyst_wrong.py).
 
 The tests at the end check that the runner can fail: a wrong expected block, a case whose
 rule fires or does not fire against what it says, and a rule that changes the rows or
-their order are each reported.
+their order are each reported; and that the update flag writes a plan the check accepts.
 """
 
 from __future__ import annotations
@@ -215,7 +215,8 @@ def check_case(runner: Runner, rule_name: str, case: rule_fixtures.Case, *,
         diff = diff_plans(case.expected + "\n", actual + "\n", "expected", "actual")
         raise AssertionError(
             f"{where}: the plan after {rule.name} differs from its '# expected:' block:\n"
-            f"{diff}\nIf the new plan is right, rerun with --sparkext-update-plans.")
+            f"{diff}\n--- expected\n{case.expected}\n--- actual\n{actual}\n"
+            f"If the new plan is right, rerun with --sparkext-update-plans.")
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +325,17 @@ def test_a_wrong_expected_block_is_reported_with_a_diff(runner, tmp_path):
         check_case(runner, "push_down_filters", wrong, path=path, update=False)
     assert f"+{lines[1]}" in str(err.value)
     assert not path.exists()
+
+
+def test_the_update_flag_writes_the_plan_a_check_then_accepts(runner, tmp_path):
+    case = _first("push_down_filters", unchanged=False)
+    path = tmp_path / "push_down_filters.sql"
+    path.write_text(rule_fixtures.render(rule_fixtures.FixtureFile(
+        path, "# a copy\n\n", (case.with_expected(""),))))
+    check_case(runner, "push_down_filters", rule_fixtures.read(path).cases[0], path=path,
+               update=True)
+    assert rule_fixtures.read(path).cases == (case,)
+    check_case(runner, "push_down_filters", case, path=path, update=False)
 
 
 def test_a_case_that_says_the_wrong_thing_about_its_rule_is_reported(runner, tmp_path):
