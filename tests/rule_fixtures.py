@@ -6,9 +6,9 @@ the model):
     # sql:
     SELECT * FROM (SELECT a + 1 AS k, b FROM l) WHERE k > 5
     # expected:
-    Project [(a#1 + 1) AS k#4, b#2]
+    Project [(a#1 + 1) AS k#2, b#3]
     +- Filter ((a#1 + 1) > 5)
-       +- Relation spark_catalog.rule_fixtures.l[a#1,b#2,c#3] parquet
+       +- Relation spark_catalog.rule_fixtures.l[a#1,b#3,c#4] parquet
 
 - ``# title:`` names the case after what it shows or the hazard it guards;
 - ``# unchanged`` (optional, before ``# sql:``) says the rule must leave this plan as it
