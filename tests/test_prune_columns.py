@@ -1,4 +1,8 @@
-"""prune_columns on hand-built plans; expected plans in tests/fixtures/rules/prune_columns.txt."""
+"""prune_columns on hand-built plans. ``CASES`` and ``BEFORE_SUBQUERY_REWRITE`` are the
+single source of each case's input; the plan the rule must make of it is in
+tests/plans/mirror/prune_columns.txt, under the case's title (tests/golden.py). Real Spark
+plans and rows: tests/fixtures/rules/prune_columns.sql and prune_subquery_inputs.sql
+(tests/test_rule_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -149,9 +153,14 @@ def test_prune_columns(title, update_plans):
     for e in (x for n in out.walk() for ex in n.expressions for x in ex.walk()):
         if isinstance(e, OpaqueExpression) and e.keep is not None:
             shown += f"\n(subquery {e.cls} keeps {sorted(e.keep)})"
-    golden.check("prune_columns", title, plan.tree_string(), shown, update_plans)
+    golden.check("prune_columns", title, shown, update_plans)
     assert [a.expr_id for a in out.output] == [a.expr_id for a in plan.output]
     assert prune_columns(out, before_subquery_rewrite=before) is out, "not at a fixed point"
+
+
+def test_every_expected_plan_has_its_case():
+    assert not golden.stale("prune_columns", [*CASES, *BEFORE_SUBQUERY_REWRITE]), \
+        "plans of no case: remove them"
 
 
 def test_a_plan_with_nothing_to_prune_is_returned_as_is():

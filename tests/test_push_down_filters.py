@@ -1,6 +1,9 @@
 """push_down_filters on hand-built plans: one case per legality condition, named after the
-hazard it guards; expected plans in tests/fixtures/rules/push_down_filters.txt. Rows are
-compared on real Spark plans in test_catalyst_parity.py and test_differential.py."""
+hazard it guards. ``CASES`` is the single source of each case's input; the plan the rule
+must make of it is in tests/plans/mirror/push_down_filters.txt, under the case's title
+(tests/golden.py). Rows are compared on real Spark plans in
+tests/fixtures/rules/push_down_filters.sql (tests/test_rule_fixtures.py),
+test_catalyst_parity.py and test_differential.py."""
 
 from __future__ import annotations
 
@@ -212,9 +215,13 @@ CASES = {
 def test_push_down_filters(title, update_plans):
     plan = CASES[title]
     out = push_down_filters(plan)
-    golden.check("push_down_filters", title, plan.tree_string(), out.tree_string(), update_plans)
+    golden.check("push_down_filters", title, out.tree_string(), update_plans)
     assert [(a.expr_id, a.name) for a in out.output] == [(a.expr_id, a.name) for a in plan.output]
     assert push_down_filters(out) is out, "not at a fixed point after one run"
+
+
+def test_every_expected_plan_has_its_case():
+    assert not golden.stale("push_down_filters", CASES), "plans of no case: remove them"
 
 
 def test_nothing_to_push_returns_the_same_object():
