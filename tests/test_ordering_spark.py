@@ -55,10 +55,14 @@ def sources(spark, tables):
             "CAST(CONCAT('0.', LPAD(CAST(eid % 10 AS STRING), 18, '0')) AS DECIMAL(38,18))"
         ).alias("w"), "ts").orderBy("w", "ts").cache()
         by_wide_ts.count()
+        # A cached table: each read of it is analysed anew, with new ids for its columns.
+        spark.sql("CACHE TABLE cached_by_ts AS SELECT * FROM events ORDER BY ts")
     yield {"by_ts": by_ts, "by_host_ts": by_host_ts, "checkpointed": checkpointed,
-           "people_by_id": people_by_id, "events": events, "by_wide_ts": by_wide_ts}
+           "people_by_id": people_by_id, "events": events, "by_wide_ts": by_wide_ts,
+           "cached_table": lambda: spark.table("cached_by_ts")}
     for df in (by_ts, by_host_ts, people_by_id, by_wide_ts):
         df.unpersist()
+    spark.sql("UNCACHE TABLE IF EXISTS cached_by_ts")
 
 
 def HOUR():
@@ -100,6 +104,10 @@ REDUNDANT = {
         ["id"]),
     "cached sorted: a constant department then the id": (
         lambda s: s["people_by_id"].where("dept_id = 10").orderBy("dept_id", "id"), ["id"]),
+    "cached table sorted: the same order, read anew": (
+        lambda s: s["cached_table"]().orderBy("ts"), ["ts"]),
+    "cached table sorted: a constant host first, read anew": (
+        lambda s: s["cached_table"]().where("host = 'h1'").orderBy("host", "ts"), ["ts"]),
     "checkpointed sorted: the same order": (
         lambda s: s["checkpointed"].orderBy("ts"), ["ts"]),
     "checkpointed sorted: a constant host first": (
@@ -152,6 +160,12 @@ def plus_one(col):
 
 NECESSARY = {
     "the other direction": (lambda s: s["by_ts"].orderBy(F.desc("ts")), ["ts"]),
+    "a cached table read anew, sorted by another column": (
+        lambda s: s["cached_table"]().orderBy("host", "eid"), ["host", "eid"]),
+    "a cached table read twice and joined, sorted by the other read's column": (
+        lambda s: s["cached_table"]().select("eid", "ts").join(
+            s["cached_table"]().select("eid", F.col("ts").alias("ts2"), "host"), "eid")
+        .orderBy("host", "ts2"), ["host", "ts2"]),
     "a sort under an aggregate list with a user's function (Catalyst keeps it too)": (
         lambda s: s["events"].orderBy("eid").groupBy("host")
         .agg(plus_one(F.max("eid")).alias("m")), []),

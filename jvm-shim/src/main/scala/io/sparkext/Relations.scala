@@ -2,7 +2,7 @@ package io.sparkext
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.sql.catalyst.expressions.SortOrder
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, Expression, SortOrder}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /** Best-effort names of leaf relations, for plan text and for rule authors. */
@@ -19,12 +19,24 @@ private[sparkext] object Relations {
    * Whether the leaf's `outputOrdering` holds across partitions, not only within each:
    * Catalyst's logical ordering does not say. Provable for a Range, and for a cached or
    * checkpointed plan whose partitioning is a single partition or a range partitioning
-   * that agrees with the ordering.
+   * that agrees with the ordering. A cached plan read again (a cached view or table, each
+   * read analysed anew) has new attribute ids for the same columns, and its ordering is in
+   * them: the cached plan's partitioning is read in them too, column by position, as
+   * `InMemoryRelation.withOutput` maps its ordering.
    */
   def orderingIsGlobal(p: LogicalPlan, ordering: Seq[SortOrder]): Boolean = try {
     p match {
       case _: org.apache.spark.sql.catalyst.plans.logical.Range => true
-      case r: InMemoryRelation => provable(physical(r.cacheBuilder.cachedPlan).outputPartitioning, ordering)
+      case r: InMemoryRelation =>
+        val cached = r.cacheBuilder.cachedPlan
+        val ids = AttributeMap(cached.output.zip(r.output))
+        def renamed(e: Expression): Expression = e.transform { case a: Attribute => ids.getOrElse(a, a) }
+        val partitioning = physical(cached).outputPartitioning match {
+          case RangePartitioning(keys, n) if cached.output.length == r.output.length =>
+            RangePartitioning(keys.map(k => renamed(k).asInstanceOf[SortOrder]), n)
+          case other => other
+        }
+        provable(partitioning, ordering)
       case r: LogicalRDD => provable(r.outputPartitioning, ordering)
       case _ => false
     }
