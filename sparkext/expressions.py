@@ -22,7 +22,6 @@ import itertools
 import operator
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, ClassVar
 
 from sparkext import timezones
@@ -30,6 +29,7 @@ from sparkext import types as T
 from sparkext._tree import TreeNode, arg, fact, keep_fact, mirror
 from sparkext.kinds import Item, Kind
 from sparkext.types import DataType
+from sparkext.wire import WireString
 
 _C = "org.apache.spark.sql.catalyst.expressions."
 
@@ -1104,24 +1104,14 @@ class Rand(UnaryExpression, NeverNull):
 # Ordering
 
 
-class _WireString(str, Enum):
-    """An enum whose members are their wire strings: equal to them, printed as them."""
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-
-class SortDirection(_WireString):
+class SortDirection(WireString):
     """Catalyst's ``SortDirection``; a member is also its wire string (``"DESC"``)."""
 
     ASC = "ASC"
     DESC = "DESC"
 
 
-class NullOrdering(_WireString):
+class NullOrdering(WireString):
     """Catalyst's ``NullOrdering``; a member is also its wire string (``"FIRST"``)."""
 
     FIRST = "FIRST"
