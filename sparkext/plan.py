@@ -78,6 +78,13 @@ class LogicalPlan(TreeNode):
     #: shuffle, or a single-partition exchange reading blocks in any order). Read by
     #: :mod:`sparkext.ordering`.
     keeps_child_equivalences: ClassVar[bool] = False
+    #: Each output row is one input row, no input row comes out twice, and the child's
+    #: columns come out unchanged (rows may be dropped, columns added): the child's unique
+    #: keys are the node's. Read by :mod:`sparkext.uniqueness`. (Not
+    #: ``keeps_child_rows``, which lets rows repeat. Not Sample: with replacement it repeats
+    #: rows, and uniqueness reads the instance. Distinct and Deduplicate group: their own
+    #: case.)
+    keeps_child_unique_keys: ClassVar[bool] = False
 
     @property
     def output(self) -> tuple[AttributeReference, ...]:
@@ -198,6 +205,7 @@ class Project(LogicalPlan):
 @mirror(_L + "Filter", pattern="FILTER")
 class Filter(LogicalPlan):
     keeps_child_columns = True
+    keeps_child_unique_keys = True
 
     condition: Expression = arg("e")
     child: LogicalPlan = arg("p")
@@ -241,6 +249,7 @@ class Sort(LogicalPlan):
     keeps_child_rows = True
     keeps_child_columns = True
     commutes_with_filters = True
+    keeps_child_unique_keys = True
 
     order: tuple[SortOrder, ...] = arg("es")
     is_global: bool = arg("b")
@@ -253,6 +262,7 @@ class GlobalLimit(LogicalPlan):
     keeps_child_rows = True
     keeps_child_columns = True
     keeps_child_equivalences = True
+    keeps_child_unique_keys = True
 
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
@@ -263,6 +273,7 @@ class LocalLimit(LogicalPlan):
     keeps_child_rows = True
     keeps_child_columns = True
     keeps_child_order = True
+    keeps_child_unique_keys = True
 
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
@@ -272,6 +283,7 @@ class LocalLimit(LogicalPlan):
 class Window(LogicalPlan):
     keeps_child_rows = True
     keeps_child_equivalences = True
+    keeps_child_unique_keys = True
 
     window_expressions: tuple[Expression, ...] = arg("es")
     partition_spec: tuple[Expression, ...] = arg("es")
@@ -399,6 +411,7 @@ class Repartition(LogicalPlan):
     keeps_child_columns = True
     commutes_with_filters = True
     keeps_child_equivalences = True
+    keeps_child_unique_keys = True
 
     num_partitions: int = arg("i")
     shuffle: bool = arg("b")
@@ -411,6 +424,7 @@ class RepartitionByExpression(LogicalPlan):
     keeps_child_columns = True
     commutes_with_filters = True
     keeps_child_equivalences = True
+    keeps_child_unique_keys = True
 
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
@@ -424,6 +438,7 @@ class RebalancePartitions(LogicalPlan):
     keeps_child_columns = True
     commutes_with_filters = True
     keeps_child_equivalences = True
+    keeps_child_unique_keys = True
 
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
@@ -437,6 +452,7 @@ class SubqueryAlias(LogicalPlan):
     keeps_child_columns = True
     commutes_with_filters = True
     keeps_child_order = True
+    keeps_child_unique_keys = True
 
     identifier: AliasIdentifier = arg("aid")
     child: LogicalPlan = arg("p")

@@ -30,6 +30,11 @@ EXPECTED = {
     "keeps_child_equivalences": {"GlobalLimit", "Window", "Repartition",
                                  "RepartitionByExpression", "RebalancePartitions", "Generate",
                                  "Distinct", "Deduplicate"},
+    # uniqueness: the child's unique keys hold (Distinct, Deduplicate and Sample without
+    # replacement have their own cases; Window's adds its row_number keys first)
+    "keeps_child_unique_keys": {"Filter", "Sort", "GlobalLimit", "LocalLimit", "SubqueryAlias",
+                                "Repartition", "RepartitionByExpression",
+                                "RebalancePartitions", "Window"},
 }
 
 
