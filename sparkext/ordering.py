@@ -589,10 +589,6 @@ def _range_partitioned_for(child: LogicalPlan, order) -> bool:
                and p.same_group(a.child, b.child) for a, b in zip(keys, order))
 
 
-#: Catalyst's Offset (not mirrored: it arrives as an Opaque of this simple class name).
-_OFFSET = "Offset"
-
-
 def _int_literal(e: Expression) -> int | None:
     """The value of an INT literal (Catalyst's ``IntegerLiteral``), else None."""
     if isinstance(e, Literal) and e.data_type.name == "integer" and isinstance(e.value, int):
@@ -601,10 +597,10 @@ def _int_literal(e: Expression) -> int | None:
 
 
 def _offset_of(plan: LogicalPlan) -> int | None:
-    """The literal row count an Offset skips, or None when ``plan`` is no such Offset."""
-    if isinstance(plan, Opaque) and plan.cls == _OFFSET and len(plan.expressions) == 1:
-        return _int_literal(plan.expressions[0])
-    return None
+    """The literal row count an Offset skips, or None when ``plan`` is no such Offset
+    (Catalyst's Offset is not mirrored: an :class:`Opaque` that knows it is one)."""
+    skipped = plan.offset_expr if isinstance(plan, Opaque) else None
+    return None if skipped is None else _int_literal(skipped)
 
 
 def _top_k_input(plan: LogicalPlan) -> LogicalPlan | None:

@@ -602,6 +602,14 @@ class Opaque(LogicalPlan):
         e = self.exprs
         return e.get() if isinstance(e, Lazy) else e
 
+    @property
+    def offset_expr(self) -> Expression | None:
+        """For Catalyst's ``Offset`` (:data:`~sparkext.catalyst_names.OFFSET`), the count of
+        rows it skips, its one expression; None for any other class."""
+        if self.cls == names.OFFSET and len(self.expressions) == 1:
+            return self.expressions[0]
+        return None
+
     @fact
     def references(self) -> frozenset:
         return frozenset().union(*(e.references for e in self.expressions))
