@@ -182,6 +182,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
     def wrap(cls: type[_N]) -> type[_N]:
         cls = dataclasses.dataclass(frozen=True, slots=True, repr=False)(cls)
         args, line_args_ = _declared_kinds(cls)
+        cls._check_declaration()
         cls._spark_class = spark_class
         cls._wire = spark_class.rsplit(".", 1)[1]
         cls._args = args
@@ -438,6 +439,12 @@ class TreeNode:
         # Every concrete node is a dataclass (@mirror makes it one): dataclasses.replace
         # takes it.
         __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    @classmethod
+    def _check_declaration(cls) -> None:
+        """Refuses a mirror class that leaves out what its kind of node must declare besides
+        its arguments (plan nodes: their facts, :data:`sparkext.plan.NODE_FACTS`); called
+        by ``@mirror`` before the class is registered."""
 
     def _cached(self, key: str, compute: Callable[[], Any]) -> Any:
         # One try on the hit path: rules read cached facts hundreds of thousands of times
