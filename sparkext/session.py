@@ -471,7 +471,8 @@ def _describe_positions(rules: tuple[Rule, ...]) -> str:
     for position in POSITIONS:
         here = [r.name for r in rules if r.position is position]
         if here:
-            parts.append(f"{position.description}: " + ", ".join(f"{i} {n}" for i, n in enumerate(here, 1)))
+            numbered = ", ".join(f"{i} {n}" for i, n in enumerate(here, 1))
+            parts.append(f"{position.description}: {numbered}")
     return f"{len(rules)} rule{'s' if len(rules) != 1 else ''}: " + "; ".join(parts)
 
 
