@@ -118,6 +118,7 @@ from dataclasses import dataclass, field
 
 from sparkext import catalyst_names as names
 from sparkext import uniqueness
+from sparkext._tree import CacheSlot
 from sparkext.context import current
 from sparkext.expressions import (
     DESC,
@@ -458,9 +459,12 @@ class EquivalenceProperties:
 
 
 def properties(plan: LogicalPlan) -> EquivalenceProperties:
-    """The equivalence properties of ``plan``'s rows (cached on the node)."""
-    return plan._cached("equivalence_properties",
-                        lambda: _with_unique_keys(_derive(plan), plan))
+    """The equivalence properties of ``plan``'s rows (kept on the node)."""
+    return _PROPERTIES.get(plan)
+
+
+_PROPERTIES: CacheSlot[EquivalenceProperties] = CacheSlot(
+    "equivalence_properties", lambda plan: _with_unique_keys(_derive(plan), plan))
 
 
 def _with_unique_keys(p: EquivalenceProperties, plan: LogicalPlan) -> EquivalenceProperties:

@@ -33,6 +33,7 @@ where a tie in a sort is the same thing.
 from __future__ import annotations
 
 from sparkext import catalyst_names as names
+from sparkext._tree import CacheSlot
 from sparkext.expressions import Alias, AttributeReference, EqualNullSafe, EqualTo, Expression
 from sparkext.plan import (
     Aggregate,
@@ -56,8 +57,12 @@ _MAX_KEYS = 8
 
 
 def unique_keys(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
-    """The unique keys of ``plan``'s rows (cached on the node)."""
-    return plan._cached("unique_keys", lambda: _dedupe(_derive(plan)))
+    """The unique keys of ``plan``'s rows (kept on the node)."""
+    return _UNIQUE_KEYS.get(plan)
+
+
+_UNIQUE_KEYS: CacheSlot[tuple[UniqueKey, ...]] = CacheSlot(
+    "unique_keys", lambda plan: _dedupe(_derive(plan)))
 
 
 # A new source of unique keys must be admitted by the JVM's "ordering" pre-check too
