@@ -214,8 +214,8 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
 # property's name), and what an analysis in another module derives, a :class:`CacheSlot`
 # that module declares (kept under ``"#"`` and the slot's name, so the two never meet). No
 # module writes the cache by a key of its own. Every kept value is shared by all who read
-# it, so nothing may change it; the one exception is a memo private to the function that
-# owns its slot.
+# it, so it is immutable (a tuple, a frozenset, a node, a frozen EquivalenceProperties or
+# Constraints); the one exception is a memo private to the function that owns its slot.
 
 
 if TYPE_CHECKING:

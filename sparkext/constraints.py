@@ -81,7 +81,9 @@ from sparkext.types import BOOLEAN
 
 
 class Constraints:
-    """A set of predicates, compared by meaning (``semantic_key``), keeping insertion order."""
+    """A set of predicates, compared by meaning (``semantic_key``), keeping insertion order.
+    Those :func:`constraints` keeps on a node are frozen (:meth:`freeze`): every caller
+    reads the same object; :meth:`union` builds a new set."""
 
     __slots__ = ("_by_key",)
 
@@ -113,14 +115,33 @@ class Constraints:
         self._by_key = {k: e for k, e in self._by_key.items() if keep(e)}
         return self
 
+    def freeze(self) -> Constraints:
+        """Makes this set read-only, in place (returns it): ``add`` and ``retain`` refuse."""
+        self.__class__ = _FrozenConstraints
+        return self
+
+
+class _FrozenConstraints(Constraints):
+    """Constraints shared through the node cache (:func:`constraints`)."""
+
+    __slots__ = ()
+
+    def add(self, e: Expression) -> None:
+        raise TypeError("these constraints are kept on a plan node and shared: build a new "
+                        "set (Constraints(...), union) instead of adding to them")
+
+    def retain(self, keep) -> Constraints:
+        raise TypeError("these constraints are kept on a plan node and shared: build a new "
+                        "set (Constraints(...), union) instead of changing them")
+
 
 def constraints(plan: LogicalPlan) -> Constraints:
-    """The constraints of ``plan``'s output (kept on the node)."""
+    """The constraints of ``plan``'s output (kept on the node, frozen)."""
     return _CONSTRAINTS.get(plan)
 
 
 _CONSTRAINTS: CacheSlot[Constraints] = CacheSlot(
-    "constraints", lambda plan: _close(_valid(plan), plan.output))
+    "constraints", lambda plan: _close(_valid(plan), plan.output).freeze())
 
 
 def is_not_null_inferences(exprs, output=None) -> list[Expression]:
