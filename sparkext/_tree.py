@@ -23,7 +23,7 @@ import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from sparkext import versions
 from sparkext.kinds import Item, Kind, Shape
@@ -39,6 +39,8 @@ else:
 T = TypeVar("T", bound="TreeNode")
 #: the instances of a mirror class, as ``@mirror`` gets and returns it
 _N = TypeVar("_N", bound="TreeNode")
+#: what a node cache slot holds
+_V = TypeVar("_V")
 
 #: wire name (Catalyst's simple class name) -> mirror class
 MIRRORED: dict[str, type[TreeNode]] = {}
@@ -182,6 +184,7 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
     def wrap(cls: type[_N]) -> type[_N]:
         cls = dataclasses.dataclass(frozen=True, slots=True, repr=False)(cls)
         args, line_args_ = _declared_kinds(cls)
+        cls._check_declaration()
         cls._spark_class = spark_class
         cls._wire = spark_class.rsplit(".", 1)[1]
         cls._args = args
@@ -202,6 +205,19 @@ def mirror(spark_class: str, *, pattern: str | None = None, special: bool = Fals
     return wrap
 
 
+# ---------------------------------------------------------------------------------------------
+# The node cache
+#
+# A node never changes, so neither does anything derived from it alone: it is computed once
+# and kept in the node's ``_cache`` dict. Two kinds of entries, each with one accessor
+# declared once: the node's own facts, ``@fact`` properties of its class (kept under the
+# property's name), and what an analysis in another module derives, a :class:`CacheSlot`
+# that module declares (kept under ``"#"`` and the slot's name, so the two never meet). No
+# module writes the cache by a key of its own. Every kept value is shared by all who read
+# it, so it is immutable (a tuple, a frozenset, a node, a frozen EquivalenceProperties or
+# Constraints); the one exception is a memo private to the function that owns its slot.
+
+
 if TYPE_CHECKING:
     fact = property  # what type checkers need to know: it makes a read-only property
 else:
@@ -211,9 +227,9 @@ else:
 
         Both paths are in the getter itself: rules read facts such as ``children`` and
         ``references`` hundreds of thousands of times a call on large plans, and miss
-        each once per node. A getter calling :meth:`TreeNode._cached` with a new closure
-        made the built-in rules run 10% more instructions on TPC-DS, a call to
-        :func:`keep_fact` on the miss path 2%."""
+        each once per node. A getter calling a cache method with a new closure made the
+        built-in rules run 10% more instructions on TPC-DS, a call to a helper on the
+        miss path 2%."""
         key = compute.__name__
 
         def get(self):
@@ -230,16 +246,75 @@ else:
         return property(get, doc=compute.__doc__)
 
 
-def keep_fact(node: TreeNode, key: str, value: Any) -> Any:
+def _keep(node: TreeNode, key: str, value: Any) -> Any:
     """``value``, kept in ``node``'s ``_cache`` under ``key``: the miss path of a cached
-    fact. (Called after an ``except`` clause, not in it: a fact computed inside the handler
-    would chain every exception its own misses raise onto the caught KeyError.)"""
+    value. (Called after an ``except`` clause, not in it: a value computed inside the
+    handler would chain every exception its own misses raise onto the caught KeyError.)"""
     cache = getattr(node, "_cache", None)
     if cache is None:
         cache = {}
         object.__setattr__(node, "_cache", cache)
     cache[key] = value
     return value
+
+
+#: slot name -> the slot: every :class:`CacheSlot` declared
+_SLOTS: dict[str, CacheSlot[Any]] = {}
+
+
+class CacheSlot(Generic[_V]):
+    """One analysis's entry in the cache of every node: a value derived from the node (and
+    what is below it) alone, computed on first read and kept.
+
+    Declared once, at module level, by the module that computes it, with its name and its
+    function of the node, and read only through it::
+
+        _UNIQUE_KEYS: CacheSlot[tuple[UniqueKey, ...]] = CacheSlot("unique_keys", _derive)
+
+        def unique_keys(plan):
+            return _UNIQUE_KEYS.get(plan)
+
+    Two slots cannot share a name. The value is handed to every caller, so the function
+    returns an immutable one; whoever wants another builds it anew.
+    """
+
+    __slots__ = ("name", "key", "_compute")
+
+    def __init__(self, name: str, compute: Callable[[Any], _V] | None) -> None:
+        """``compute(node)``: the value, on the first read; None for a slot whose value is
+        put, never computed."""
+        if name in _SLOTS:
+            raise ValueError(f"a node cache slot named {name!r} exists already: each "
+                             "analysis declares its own, once")
+        self.name = name
+        #: where the value is kept in a node's ``_cache`` (a ``@fact`` is kept under its
+        #: property's name, which never starts with "#"). Read directly only on hit paths
+        #: that must not pay for a call (``semantic_key``, ``__hash__``, ``tree_bits``).
+        self.key = "#" + name
+        self._compute = compute
+        _SLOTS[name] = self
+
+    def get(self, node: TreeNode) -> _V:
+        """The value for ``node``: the kept one, else computed now and kept."""
+        try:
+            return node._cache[self.key]
+        except (AttributeError, KeyError):
+            pass
+        if self._compute is None:
+            raise LookupError(f"node cache slot {self.name!r}: nothing kept for this node")
+        return _keep(node, self.key, self._compute(node))
+
+    def peek(self, node: TreeNode) -> _V | None:
+        """The kept value, or None when none is kept yet (nothing is computed)."""
+        cache = getattr(node, "_cache", None)
+        return None if cache is None else cache.get(self.key)
+
+    def put(self, node: TreeNode, value: _V) -> _V:
+        """Keeps ``value`` for ``node`` (for a value computed for many nodes at once)."""
+        return _keep(node, self.key, value)
+
+    def __repr__(self) -> str:
+        return f"CacheSlot({self.name!r})"
 
 
 def _items_reader(fields: tuple[tuple[str, Shape], ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -261,20 +336,29 @@ def _items_reader(fields: tuple[tuple[str, Shape], ...]) -> Callable[[Any], tupl
 def _cache_hash(cls: type[TreeNode]) -> None:
     # Frozen dataclasses hash every field recursively; trees are hashed often (sets of
     # expressions, memo keys), so the hash is kept with the node.
-    compute = cls.__hash__
+    cls._fields_hash = cls.__hash__
+    cls.__hash__ = _kept_hash  # type: ignore[method-assign,assignment]
 
-    def __hash__(self: TreeNode) -> int:
-        return self._cached("#hash", lambda: compute(self))
 
-    cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
+def _kept_hash(self: TreeNode) -> int:
+    try:
+        return self._cache[_HASH.key]
+    except (AttributeError, KeyError):
+        pass
+    return _HASH.get(self)
+
+
+#: a node's structural hash (the dataclass's, over every field)
+_HASH: CacheSlot[int] = CacheSlot("hash", lambda node: type(node)._fields_hash(node))
 
 
 # ---------------------------------------------------------------------------------------------
 # Nodes decoded on first read
 
 
-#: key, in a lazily decoded node's ``_cache``, of ``(fill, raw)``: what decodes its fields
-_PENDING = "#pending"
+#: a lazily decoded node's ``(fill, raw)``: what decodes its fields (put by
+#: :func:`lazy_node`, taken by the first field read)
+_PENDING: CacheSlot[tuple[Any, Any]] = CacheSlot("pending", None)
 # Reentrant: a fill that read another lazy node (none does today: a node's fill builds
 # its expressions eagerly and leaves its child nodes unread) must not hang.
 _fill_lock = threading.RLock()
@@ -295,7 +379,7 @@ def lazy_node(cls: type[_N], fill: Callable[[type[_N], Any], Iterable[tuple[str,
     The codec uses it so that a rule pays only for the parts of a plan it looks at.
     """
     obj: _N = object.__new__(_LAZY.get(cls) or _lazy_class(cls))
-    object.__setattr__(obj, "_cache", {_PENDING: (fill, raw)})
+    object.__setattr__(obj, "_cache", {_PENDING.key: (fill, raw)})
     return obj
 
 
@@ -306,14 +390,14 @@ def _lazy_class(cls: type[TreeNode]) -> type:
         with _fill_lock:  # a node read by two threads at once is filled once
             if type(self) is cls:
                 return
-            fill, raw = self._cache[_PENDING]
+            fill, raw = _PENDING.get(self)
             for name, value in fill(cls, raw):
                 object.__setattr__(self, name, value)
             for name, value in cls._absent:  # not on this Spark line's wire
                 object.__setattr__(self, name, value)
             if post_init is not None:
                 post_init(self)
-            del self._cache[_PENDING]
+            del self._cache[_PENDING.key]
             object.__setattr__(self, "__class__", cls)
 
     def __getattr__(self: TreeNode, name: str) -> Any:  # reached only for unset slots: the fields
@@ -346,6 +430,30 @@ def _lazy_class(cls: type[TreeNode]) -> type:
         "__hash__": __hash__, "__reduce_ex__": __reduce_ex__, "__new__": __new__})
     _LAZY[cls] = twin
     return twin
+
+
+def _tree_bits(root: TreeNode) -> int:
+    # Children first, without recursion: a plan may be deeper than Python's stack. Every
+    # node below gets its bits kept on the way (``_BITS.get`` keeps the root's).
+    stack: list[tuple[TreeNode, bool]] = [(root, False)]
+    bits = 0
+    while stack:
+        node, kids_done = stack.pop()
+        if kids_done:
+            bits = type(node)._bit
+            for c in node.children:
+                bits |= c._cache[_BITS.key]
+            if node is not root:
+                _BITS.put(node, bits)
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in node.children
+                     if _BITS.key not in getattr(c, "_cache", {}))
+    return bits
+
+
+#: the pattern bits of a tree (:attr:`TreeNode.tree_bits`)
+_BITS: CacheSlot[int] = CacheSlot("tree_bits", _tree_bits)
 
 
 def mirror_spec(spark_version: str | None = None) -> list[dict]:
@@ -396,8 +504,8 @@ class TreeNode:
     """Base of plan nodes and expressions: immutable, compared by structure.
 
     Derived facts are computed once per node and kept in ``_cache`` (the node itself
-    never changes, so neither do they): :func:`fact` properties, or :meth:`_cached` for a
-    fact another module computes. Each class has a pattern bit of its own, and
+    never changes, so neither do they): :func:`fact` properties, or a :class:`CacheSlot`
+    for what another module derives. Each class has a pattern bit of its own, and
     ``tree_bits`` are the bits of every class in a tree, as Catalyst's ``TreePatternBits``:
     a transform or a rule can tell in one step that a subtree holds nothing it matches.
     """
@@ -413,7 +521,11 @@ class TreeNode:
         _CLASSES.append(cls)
         _MASKS.clear()
 
+    #: the node cache: ``@fact`` values and :class:`CacheSlot` values (never written by
+    #: a key of one's own)
     _cache: dict[str, Any]
+    #: the dataclass's hash over every field (``__hash__`` keeps it: :func:`_cache_hash`)
+    _fields_hash: ClassVar[Callable[[Any], int]]
     # Set on each mirror class by @mirror (and _speak, per Spark line):
     #: Catalyst's class name, and its simple name (the wire name)
     _spark_class: ClassVar[str]
@@ -439,14 +551,11 @@ class TreeNode:
         # takes it.
         __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
-    def _cached(self, key: str, compute: Callable[[], Any]) -> Any:
-        # One try on the hit path: rules read cached facts hundreds of thousands of times
-        # per call on large plans.
-        try:
-            return self._cache[key]
-        except (AttributeError, KeyError):
-            pass
-        return keep_fact(self, key, compute())
+    @classmethod
+    def _check_declaration(cls) -> None:
+        """Refuses a mirror class that leaves out what its kind of node must declare besides
+        its arguments (plan nodes: their facts, :data:`sparkext.plan.NODE_FACTS`); called
+        by ``@mirror`` before the class is registered."""
 
     # -- structure --------------------------------------------------------------------------
 
@@ -485,23 +594,10 @@ class TreeNode:
         """The pattern bits of the classes of this node and of every node below it (the
         children only: not the plans inside subquery expressions, as on the JVM)."""
         try:
-            return self._cache["#bits"]
+            return self._cache[_BITS.key]
         except (AttributeError, KeyError):
             pass
-        # Children first, without recursion: a plan may be deeper than Python's stack.
-        stack: list[tuple[TreeNode, bool]] = [(self, False)]
-        while stack:
-            node, kids_done = stack.pop()
-            if kids_done:
-                bits = type(node)._bit
-                for c in node.children:
-                    bits |= c._cache["#bits"]
-                keep_fact(node, "#bits", bits)
-                continue
-            stack.append((node, True))
-            stack.extend((c, False) for c in node.children
-                         if "#bits" not in getattr(c, "_cache", {}))
-        return self._cache["#bits"]
+        return _BITS.get(self)
 
     def contains_any(self, classes: Iterable[type]) -> bool:
         """Whether a node of one of ``classes`` (or a subclass) is in this tree."""

@@ -273,9 +273,11 @@ def all_rules(executors: dict[str, RuleExecutor]) -> tuple[Rule, ...]:
 
 
 def split_by_position(batches: Iterable[Batch]) -> dict[str, RuleExecutor]:
-    executors = {}
+    """An executor per position that has rules, under the position (a
+    :class:`~sparkext.optimizer.Position`, equal to the wire string a request names)."""
+    executors: dict[str, RuleExecutor] = {}
     for pos in POSITIONS:
-        kept = [Batch(b.name, b.strategy, tuple(r for r in b.rules if r.position == pos))
+        kept = [Batch(b.name, b.strategy, tuple(r for r in b.rules if r.position is pos))
                 for b in batches]
         kept = [b for b in kept if b.rules]
         if kept:

@@ -1,8 +1,8 @@
-"""Names of Catalyst expression classes sparkext does not mirror but must recognise.
+"""Names of Catalyst classes sparkext does not mirror but must recognise.
 
-They arrive as :class:`sparkext.expressions.OpaqueExpression` with ``cls`` set to the
-Catalyst class's simple name; the analyses compare ``cls`` with these constants, never
-with a string of their own.
+Expressions arrive as :class:`sparkext.expressions.OpaqueExpression`, plan nodes as
+:class:`sparkext.plan.Opaque`, with ``cls`` set to the Catalyst class's simple name; the
+analyses compare ``cls`` with these constants, never with a string of their own.
 """
 
 from __future__ import annotations
@@ -61,3 +61,9 @@ ORDER_INSENSITIVE_UNLESS_FLOATING = frozenset({
 USER_DEFINED = frozenset({
     "ScalaUDF", "ScalaUDAF", "ScalaAggregator", "PythonUDF", "PythonUDAF", "PythonUDTF",
     "HiveSimpleUDF", "HiveGenericUDF", "HiveGenericUDTF", "HiveUDAFFunction"})
+
+# -- plan nodes
+
+#: ``Offset(offsetExpr, child)``: the rows of its child after the first ``offsetExpr``
+#: (:attr:`sparkext.plan.Opaque.offset_expr` reads it).
+OFFSET = "Offset"

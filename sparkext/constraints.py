@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sparkext import catalyst_names as names
+from sparkext._tree import CacheSlot
 from sparkext.expressions import (
     FALSE,
     TRUE,
@@ -80,7 +81,9 @@ from sparkext.types import BOOLEAN
 
 
 class Constraints:
-    """A set of predicates, compared by meaning (``semantic_key``), keeping insertion order."""
+    """A set of predicates, compared by meaning (``semantic_key``), keeping insertion order.
+    Those :func:`constraints` keeps on a node are frozen (:meth:`freeze`): every caller
+    reads the same object; :meth:`union` builds a new set."""
 
     __slots__ = ("_by_key",)
 
@@ -112,10 +115,33 @@ class Constraints:
         self._by_key = {k: e for k, e in self._by_key.items() if keep(e)}
         return self
 
+    def freeze(self) -> Constraints:
+        """Makes this set read-only, in place (returns it): ``add`` and ``retain`` refuse."""
+        self.__class__ = _FrozenConstraints
+        return self
+
+
+class _FrozenConstraints(Constraints):
+    """Constraints shared through the node cache (:func:`constraints`)."""
+
+    __slots__ = ()
+
+    def add(self, e: Expression) -> None:
+        raise TypeError("these constraints are kept on a plan node and shared: build a new "
+                        "set (Constraints(...), union) instead of adding to them")
+
+    def retain(self, keep) -> Constraints:
+        raise TypeError("these constraints are kept on a plan node and shared: build a new "
+                        "set (Constraints(...), union) instead of changing them")
+
 
 def constraints(plan: LogicalPlan) -> Constraints:
-    """The constraints of ``plan``'s output (cached on the node)."""
-    return plan._cached("constraints", lambda: _close(_valid(plan), plan.output))
+    """The constraints of ``plan``'s output (kept on the node, frozen)."""
+    return _CONSTRAINTS.get(plan)
+
+
+_CONSTRAINTS: CacheSlot[Constraints] = CacheSlot(
+    "constraints", lambda plan: _close(_valid(plan), plan.output).freeze())
 
 
 def is_not_null_inferences(exprs, output=None) -> list[Expression]:
@@ -134,7 +160,11 @@ def is_not_null_inferences(exprs, output=None) -> list[Expression]:
 def _not_null_implied(e: Expression) -> tuple[Expression, ...]:
     # Kept on ``e``: an inherited constraint is asked again in the closure of every node above.
     # isnotnull(a + b) is itself a null-intolerant predicate over a + b: so a and b.
-    return e._cached("#notnull", lambda: tuple(IsNotNull(x) for x in _null_intolerant_inputs(
+    return _NOT_NULL_IMPLIED.get(e)
+
+
+_NOT_NULL_IMPLIED: CacheSlot[tuple[Expression, ...]] = CacheSlot(
+    "not_null_implied", lambda e: tuple(IsNotNull(x) for x in _null_intolerant_inputs(
         e.child if isinstance(e, IsNotNull) else e)))
 
 
@@ -221,13 +251,19 @@ def _restated(p: Expression, key, target: Expression) -> Expression | None:
     constraints inherited from below, and the equalities among them, are the same objects in
     the closure of every node above, which restates them again (and an equal but distinct
     target, an attribute with another nullability or qualifier, would give another result)."""
-    memo = p._cached("#restated", dict)
+    memo = _RESTATED.get(p)
     hit = memo.get((key, id(target)))
     if hit is not None and hit[0] is target:  # (the entry holds target: its id is not reused)
         return hit[1]
     out = simplify_inferred(_replace_expr(p, key, target))
     memo[(key, id(target))] = (target, out)
     return out
+
+
+#: The one slot whose value grows: a memo private to :func:`_restated` (``(key,
+#: id(target)) -> (target, restated p)``), never handed out; an entry never changes once
+#: written.
+_RESTATED: CacheSlot[dict] = CacheSlot("restated", lambda p: {})
 
 
 # What a comparison of a deterministic expression with itself gives for a non-NULL value:
@@ -438,7 +474,11 @@ def _mentions(e: Expression, key) -> bool:
     """Whether a subexpression of ``e`` has semantic key ``key``. The keys are kept on
     ``e``: a constraint is one shared object in the closures of every node above the one
     that introduced it, and each closure asks this of it for every equality and alias."""
-    return key in e._cached("#subkeys", lambda: frozenset(
+    return key in _SUBEXPRESSION_KEYS.get(e)
+
+
+_SUBEXPRESSION_KEYS: CacheSlot[frozenset] = CacheSlot(
+    "subexpression_keys", lambda e: frozenset(
         x.semantic_key() for x in e.walk() if isinstance(x, Expression)))
 
 

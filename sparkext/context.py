@@ -35,7 +35,8 @@ class CallContext:
     """The settings of one optimizer call."""
 
     call_id: int | None = None
-    #: where the JVM runs the rules: ``"once"`` or ``"fixed_point"`` (sparkext.optimizer)
+    #: where the JVM runs the rules: the wire string of a
+    #: :class:`sparkext.optimizer.Position` (``"once"``, ``"fixed_point"``)
     position: str | None = None
     #: the session's time zone id (``spark.sql.session.timeZone``)
     time_zone: str | None = None

@@ -22,14 +22,14 @@ import itertools
 import operator
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, ClassVar
 
 from sparkext import timezones
 from sparkext import types as T
-from sparkext._tree import TreeNode, arg, fact, keep_fact, mirror
+from sparkext._tree import CacheSlot, TreeNode, arg, fact, mirror
 from sparkext.kinds import Item, Kind
 from sparkext.types import DataType
+from sparkext.wire import WireString
 
 _C = "org.apache.spark.sql.catalyst.expressions."
 
@@ -200,10 +200,10 @@ class Expression(TreeNode):
         ``semanticEquals`` does. Kept on the node: rules compare predicates by it tens of
         thousands of times a call, so the hit path is one dictionary read here."""
         try:
-            return self._cache["semkey"]
+            return self._cache[_SEMANTIC_KEY.key]
         except (AttributeError, KeyError):
             pass
-        return keep_fact(self, "semkey", self._semantic_key())
+        return _SEMANTIC_KEY.get(self)
 
     def _semantic_key(self) -> Hashable:
         """What :meth:`semantic_key` keeps (a class with a key of its own overrides this)."""
@@ -218,6 +218,10 @@ class Expression(TreeNode):
     def sql(self) -> str:
         args = ", ".join(_show(getattr(self, n)) for n, k in self._args if k.shown)
         return f"{_display_name(self)}({args})"
+
+
+#: :meth:`Expression.semantic_key` of each expression (its class's ``_semantic_key``)
+_SEMANTIC_KEY: CacheSlot[Hashable] = CacheSlot("semantic_key", lambda e: e._semantic_key())
 
 
 def _display_name(e: Expression) -> str:
@@ -428,22 +432,29 @@ class Alias(Expression):
         return self.child.nullable if self._nullable is None else self._nullable
 
     def to_attribute(self) -> AttributeReference:
-        def build() -> AttributeReference:
-            try:
-                dt = self.data_type
-            except TypeError:
-                # A new alias of an expression whose type Python cannot tell: the
-                # attribute has no type either (None), as the alias had none.
-                dt = self._type  # type: ignore[assignment]
-            return AttributeReference(self.name, dt, self.nullable, None, self.expr_id,
-                                      self.qualifier)
-        return self._cached("attr", build)
+        return _ALIAS_ATTRIBUTE.get(self)
+
+    def _attribute(self) -> AttributeReference:
+        """What :meth:`to_attribute` keeps."""
+        try:
+            dt = self.data_type
+        except TypeError:
+            # A new alias of an expression whose type Python cannot tell: the
+            # attribute has no type either (None), as the alias had none.
+            dt = self._type  # type: ignore[assignment]
+        return AttributeReference(self.name, dt, self.nullable, None, self.expr_id,
+                                  self.qualifier)
 
     def semantic_key(self) -> Hashable:
         return ("alias", self.child.semantic_key(), self.name, self.expr_id)
 
     def sql(self) -> str:
         return f"{self.child.sql()} AS {self.name}#{self.expr_id}"
+
+
+#: :meth:`Alias.to_attribute`: one attribute object per alias
+_ALIAS_ATTRIBUTE: CacheSlot[AttributeReference] = CacheSlot("alias_attribute",
+                                                            lambda a: a._attribute())
 
 
 def to_attribute(e: Expression) -> AttributeReference:
@@ -1104,24 +1115,14 @@ class Rand(UnaryExpression, NeverNull):
 # Ordering
 
 
-class _WireString(str, Enum):
-    """An enum whose members are their wire strings: equal to them, printed as them."""
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-
-class SortDirection(_WireString):
+class SortDirection(WireString):
     """Catalyst's ``SortDirection``; a member is also its wire string (``"DESC"``)."""
 
     ASC = "ASC"
     DESC = "DESC"
 
 
-class NullOrdering(_WireString):
+class NullOrdering(WireString):
     """Catalyst's ``NullOrdering``; a member is also its wire string (``"FIRST"``)."""
 
     FIRST = "FIRST"

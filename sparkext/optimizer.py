@@ -39,16 +39,34 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import overload
+from typing import cast, overload
 
 from sparkext.facts import checked_needs
 from sparkext.plan import LogicalPlan, Relation
+from sparkext.wire import WireString
 
-#: Where the JVM runs a rule: once per query (``injectPreCBORule``), or inside Catalyst's
-#: fixed-point operator-optimization batches (``injectOptimizerRule``).
-ONCE_PER_QUERY = "once"
-FIXED_POINT = "fixed_point"
-POSITIONS = (ONCE_PER_QUERY, FIXED_POINT)
+
+
+class Position(WireString):
+    """Where the JVM runs a rule (the shim's sealed ``Position``); a member is also its wire
+    string (``"fixed_point"``), so ``Rule(..., position="fixed_point")`` works too."""
+
+    #: ``injectPreCBORule``: once per query, after Catalyst's operator optimization
+    ONCE_PER_QUERY = "once"
+    #: ``injectOptimizerRule``: inside Catalyst's fixed-point operator-optimization batches
+    FIXED_POINT = "fixed_point"
+
+    @property
+    def description(self) -> str:
+        """How ``enable``'s log line names the position."""
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {Position.ONCE_PER_QUERY: "once per query",
+                 Position.FIXED_POINT: "in Catalyst's fixed-point batches"}
+ONCE_PER_QUERY, FIXED_POINT = Position.ONCE_PER_QUERY, Position.FIXED_POINT
+#: every position, in the order the registration lists their rules
+POSITIONS = tuple(Position)
 #: JVM-side pre-checks a rule can declare (``Rule.jvm_precheck``; the shim's
 #: ``Prechecks.scala``). ``"ordering"``: sparkext's sort rules, which change a plan only
 #: through an order its input already has, constants or unique keys (the shape it proves
@@ -67,7 +85,8 @@ class Rule:
     name: str
     fn: Callable[[LogicalPlan], LogicalPlan]
     matches: tuple[type, ...] = ()
-    position: str = ONCE_PER_QUERY
+    #: a :class:`Position` (its wire string is accepted and converted)
+    position: Position = ONCE_PER_QUERY
     #: The Catalyst rules (short names, as in ``spark.sql.optimizer.excludedRules``) this
     #: rule duplicates: it runs only while at least one of them is switched off. With all
     #: of them active, Catalyst has done (or will do) the rule's work, and running it
@@ -96,9 +115,10 @@ class Rule:
     needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.position not in POSITIONS:
-            raise ValueError(f"rule {self.name!r}: position must be one of {POSITIONS}, "
-                             f"not {self.position!r}")
+        try:
+            object.__setattr__(self, "position", Position(self.position))
+        except ValueError as e:
+            raise ValueError(f"rule {self.name!r}: unknown position ({e})") from None
         if self.jvm_precheck is not None and self.jvm_precheck not in JVM_PRECHECKS:
             raise ValueError(f"rule {self.name!r}: jvm_precheck must be one of "
                              f"{JVM_PRECHECKS} or None, not {self.jvm_precheck!r}")
@@ -130,21 +150,22 @@ RuleFunction = Callable[[LogicalPlan], LogicalPlan]
 
 @overload
 def rule(fn: RuleFunction, *, name: str | None = None, matches: Iterable[type] = (),
-         position: str = ONCE_PER_QUERY, idempotent: bool = False,
+         position: Position | str = ONCE_PER_QUERY, idempotent: bool = False,
          subsumes: Iterable[str] = (), needs: Iterable[str] = ()) -> Rule: ...
 @overload
 def rule(fn: None = None, *, name: str | None = None, matches: Iterable[type] = (),
-         position: str = ONCE_PER_QUERY, idempotent: bool = False,
+         position: Position | str = ONCE_PER_QUERY, idempotent: bool = False,
          subsumes: Iterable[str] = (), needs: Iterable[str] = ()
          ) -> Callable[[RuleFunction], Rule]: ...
 def rule(fn: RuleFunction | None = None, *, name: str | None = None,
-         matches: Iterable[type] = (), position: str = ONCE_PER_QUERY,
+         matches: Iterable[type] = (), position: Position | str = ONCE_PER_QUERY,
          idempotent: bool = False, subsumes: Iterable[str] = (), needs: Iterable[str] = ()
          ) -> Rule | Callable[[RuleFunction], Rule]:
     """Decorator: turns ``plan -> plan`` into a :class:`Rule` named after the function."""
 
     def wrap(f: RuleFunction) -> Rule:
-        return Rule(name or f.__name__, f, tuple(matches), position,
+        # (a string is converted by Rule, or refused naming the rule)
+        return Rule(name or f.__name__, f, tuple(matches), cast(Position, position),
                     idempotent=idempotent, subsumes=tuple(subsumes), needs=tuple(needs))
 
     return wrap(fn) if fn is not None else wrap

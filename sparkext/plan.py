@@ -45,6 +45,12 @@ from sparkext.kinds import Item, Kind, Shape
 _L = "org.apache.spark.sql.catalyst.plans.logical."
 _P = TypeVar("_P", bound="LogicalPlan")
 
+#: The facts the analyses read on the plan classes (the comments on :class:`LogicalPlan`
+#: say what each means and which analysis reads it): every concrete class states each,
+#: True or False, or ``@mirror`` refuses it.
+NODE_FACTS = ("keeps_child_rows", "keeps_child_columns", "commutes_with_filters",
+              "keeps_child_order", "keeps_child_equivalences", "keeps_child_unique_keys")
+
 
 class LogicalPlan(TreeNode):
     """Base of all plan nodes."""
@@ -55,29 +61,52 @@ class LogicalPlan(TreeNode):
         lambda node: ())
     _args: ClassVar[tuple[tuple[str, Kind], ...]] = ()
 
-    # -- facts the analyses read (declared on each class; all False here) ------------------
-    # They differ because the analyses ask different questions of the same nodes; each
-    # analysis keeps its own algorithm and reads only its fact.
+    # -- facts the analyses read (NODE_FACTS) ----------------------------------------------
+    # Undeclared here: each concrete class states every one, True or False, and @mirror
+    # refuses a class that leaves one out (_check_mirror), so a new node is a decision in
+    # every analysis, never a silent False. They differ because the analyses ask different
+    # questions of the same nodes; each analysis keeps its own algorithm and reads only its
+    # fact.
 
     #: Every output row carries the values of one input row unchanged (rows may be dropped,
     #: repeated or widened with new columns): what holds of the child's rows holds of its
     #: own. Read by :mod:`sparkext.constraints`. (Not Distinct or Deduplicate: grouping
     #: normalises floating-point keys; they have their own case.)
-    keeps_child_rows: ClassVar[bool] = False
+    keeps_child_rows: ClassVar[bool]
     #: The output is exactly the child's columns, and the node needs only its own
     #: references from below: pruning passes straight through. Read by prune_columns.
-    keeps_child_columns: ClassVar[bool] = False
+    keeps_child_columns: ClassVar[bool]
     #: A filter above gives the same rows below it, whatever the filter reads
     #: ("filter-commutative"). Read by push_down_filters. (Not Filter, Limit, Sample: a
     #: limit or sample picks rows first; Filter is combined instead.)
-    commutes_with_filters: ClassVar[bool] = False
+    commutes_with_filters: ClassVar[bool]
     #: The child's order holds on the output, within and across partitions (and so do its
     #: equivalences and constants). Read by :mod:`sparkext.ordering`.
-    keeps_child_order: ClassVar[bool] = False
+    keeps_child_order: ClassVar[bool]
     #: The child's equivalences and constants hold on the output, its order does not (a
     #: shuffle, or a single-partition exchange reading blocks in any order). Read by
     #: :mod:`sparkext.ordering`.
-    keeps_child_equivalences: ClassVar[bool] = False
+    keeps_child_equivalences: ClassVar[bool]
+    #: Each output row is one input row, no input row comes out twice, and the child's
+    #: columns come out unchanged (rows may be dropped, columns added): the child's unique
+    #: keys are the node's. Read by :mod:`sparkext.uniqueness`. (Not
+    #: ``keeps_child_rows``, which lets rows repeat. Not Sample: with replacement it repeats
+    #: rows, and uniqueness reads the instance. Distinct and Deduplicate group: their own
+    #: case.)
+    keeps_child_unique_keys: ClassVar[bool]
+
+    @classmethod
+    def _check_declaration(cls) -> None:
+        missing = [f for f in NODE_FACTS if not hasattr(cls, f)]
+        vague = [f"{f} as {getattr(cls, f)!r}" for f in NODE_FACTS
+                 if hasattr(cls, f) and not isinstance(getattr(cls, f), bool)]
+        if missing or vague:
+            wrong = "; ".join([*([f"does not declare {', '.join(missing)}"] if missing else []),
+                               *([f"declares {', '.join(vague)}"] if vague else [])])
+            raise TypeError(
+                f"{cls.__qualname__} {wrong}: every plan class states each of "
+                "sparkext.plan.NODE_FACTS, True or False (the comments on LogicalPlan say "
+                "what each means and which analysis reads it)")
 
     @property
     def output(self) -> tuple[AttributeReference, ...]:
@@ -187,6 +216,9 @@ class AliasIdentifier:
 
 @mirror(_L + "Project", pattern="PROJECT")
 class Project(LogicalPlan):
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
+
     project_list: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
 
@@ -197,7 +229,8 @@ class Project(LogicalPlan):
 
 @mirror(_L + "Filter", pattern="FILTER")
 class Filter(LogicalPlan):
-    keeps_child_columns = True
+    keeps_child_columns = keeps_child_unique_keys = True
+    keeps_child_rows = commutes_with_filters = keeps_child_order = keeps_child_equivalences = False
 
     condition: Expression = arg("e")
     child: LogicalPlan = arg("p")
@@ -205,6 +238,9 @@ class Filter(LogicalPlan):
 
 @mirror(_L + "Join", pattern="JOIN")
 class Join(LogicalPlan):
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
+
     left: LogicalPlan = arg("p")
     right: LogicalPlan = arg("p")
     #: a :mod:`sparkext.joins` join type; a valid wire name (``"Inner"``) or a
@@ -225,6 +261,9 @@ class Join(LogicalPlan):
 
 @mirror(_L + "Aggregate", pattern="AGGREGATE")
 class Aggregate(LogicalPlan):
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
+
     grouping_expressions: tuple[Expression, ...] = arg("es")
     aggregate_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
@@ -238,9 +277,8 @@ class Aggregate(LogicalPlan):
 @mirror(_L + "Sort", pattern="SORT")
 class Sort(LogicalPlan):
     """ORDER BY (``is_global``) or SORT BY (within partitions)."""
-    keeps_child_rows = True
-    keeps_child_columns = True
-    commutes_with_filters = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_unique_keys = True
+    keeps_child_order = keeps_child_equivalences = False
 
     order: tuple[SortOrder, ...] = arg("es")
     is_global: bool = arg("b")
@@ -250,9 +288,9 @@ class Sort(LogicalPlan):
 
 @mirror(_L + "GlobalLimit", pattern="LIMIT")
 class GlobalLimit(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_columns = keeps_child_equivalences = True
+    keeps_child_unique_keys = True
+    commutes_with_filters = keeps_child_order = False
 
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
@@ -260,9 +298,8 @@ class GlobalLimit(LogicalPlan):
 
 @mirror(_L + "LocalLimit", pattern="LIMIT")
 class LocalLimit(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    keeps_child_order = True
+    keeps_child_rows = keeps_child_columns = keeps_child_order = keeps_child_unique_keys = True
+    commutes_with_filters = keeps_child_equivalences = False
 
     limit_expr: Expression = arg("e")
     child: LogicalPlan = arg("p")
@@ -270,8 +307,8 @@ class LocalLimit(LogicalPlan):
 
 @mirror(_L + "Window", pattern="WINDOW")
 class Window(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_equivalences = keeps_child_unique_keys = True
+    keeps_child_columns = commutes_with_filters = keeps_child_order = False
 
     window_expressions: tuple[Expression, ...] = arg("es")
     partition_spec: tuple[Expression, ...] = arg("es")
@@ -316,6 +353,9 @@ class Window(LogicalPlan):
 
 @mirror(_L + "Union", pattern="UNION")
 class Union(LogicalPlan):
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
+
     children: tuple[LogicalPlan, ...] = arg("ps")
     by_name: bool = arg("b", default=False)
     allow_missing_col: bool = arg("b", default=False)
@@ -330,6 +370,8 @@ class Union(LogicalPlan):
 @mirror(_L + "Distinct", pattern="DISTINCT_LIKE")
 class Distinct(LogicalPlan):
     keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_unique_keys = False
 
     child: LogicalPlan = arg("p")
 
@@ -337,6 +379,8 @@ class Distinct(LogicalPlan):
 @mirror(_L + "Deduplicate", pattern="DISTINCT_LIKE")
 class Deduplicate(LogicalPlan):
     keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_unique_keys = False
 
     keys: tuple[AttributeReference, ...] = arg("es")
     child: LogicalPlan = arg("p")
@@ -346,8 +390,9 @@ class Deduplicate(LogicalPlan):
 @mirror(_L + "Generate", pattern="GENERATE")
 class Generate(LogicalPlan):
     """``explode`` and friends: ``generator_output`` columns appended to the child's."""
-    keeps_child_rows = True
-    keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_equivalences = True
+    keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_unique_keys = False
 
     generator: Expression = arg("e")
     unrequired_child_index: tuple[int, ...] = arg("is")
@@ -383,6 +428,8 @@ class Generate(LogicalPlan):
 @mirror(_L + "Expand")
 class Expand(LogicalPlan):
     """GROUPING SETS / ROLLUP / CUBE: one output row per projection per input row."""
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
 
     projections: tuple[tuple[Expression, ...], ...] = arg("ess")
     output: tuple[AttributeReference, ...] = arg("es")
@@ -395,10 +442,9 @@ class Expand(LogicalPlan):
 
 @mirror(_L + "Repartition", pattern="REPARTITION_OPERATION")
 class Repartition(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    commutes_with_filters = True
-    keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_equivalences = True
+    keeps_child_unique_keys = True
+    keeps_child_order = False
 
     num_partitions: int = arg("i")
     shuffle: bool = arg("b")
@@ -407,10 +453,9 @@ class Repartition(LogicalPlan):
 
 @mirror(_L + "RepartitionByExpression", pattern="REPARTITION_OPERATION")
 class RepartitionByExpression(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    commutes_with_filters = True
-    keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_equivalences = True
+    keeps_child_unique_keys = True
+    keeps_child_order = False
 
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
@@ -420,10 +465,9 @@ class RepartitionByExpression(LogicalPlan):
 
 @mirror(_L + "RebalancePartitions", pattern="REBALANCE_PARTITIONS")
 class RebalancePartitions(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    commutes_with_filters = True
-    keeps_child_equivalences = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_equivalences = True
+    keeps_child_unique_keys = True
+    keeps_child_order = False
 
     partition_expressions: tuple[Expression, ...] = arg("es")
     child: LogicalPlan = arg("p")
@@ -433,10 +477,9 @@ class RebalancePartitions(LogicalPlan):
 
 @mirror(_L + "SubqueryAlias", pattern="SUBQUERY_ALIAS")
 class SubqueryAlias(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    commutes_with_filters = True
-    keeps_child_order = True
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = True
+    keeps_child_unique_keys = True
+    keeps_child_equivalences = False
 
     identifier: AliasIdentifier = arg("aid")
     child: LogicalPlan = arg("p")
@@ -449,9 +492,8 @@ class SubqueryAlias(LogicalPlan):
 
 @mirror(_L + "Sample")
 class Sample(LogicalPlan):
-    keeps_child_rows = True
-    keeps_child_columns = True
-    keeps_child_order = True
+    keeps_child_rows = keeps_child_columns = keeps_child_order = True
+    commutes_with_filters = keeps_child_equivalences = keeps_child_unique_keys = False
 
     lower_bound: float = arg("d")
     upper_bound: float = arg("d")
@@ -479,6 +521,8 @@ class Relation(LogicalPlan):
     ``ordering`` is what Catalyst's ``outputOrdering`` says of it (sparkext.ordering decides
     whether that holds across partitions).
     """
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
 
     cls: str = arg("-")
     output: tuple[AttributeReference, ...] = arg("-")
@@ -532,6 +576,8 @@ class LocalRows(LogicalPlan):
     attributes), ``rows`` tuples of values as a :class:`Literal` holds them (dates in days,
     timestamps in microseconds, ...), one per column. Spark's own LocalRelations arrive as
     :class:`Relation` leaves (``facts.format`` LOCAL); this one is for rules to build."""
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
 
     output_: tuple[AttributeReference, ...] = arg("-")
     rows: tuple[tuple[Any, ...], ...] = arg("-")
@@ -574,6 +620,8 @@ class Opaque(LogicalPlan):
     """A Catalyst node sparkext does not mirror (Intersect, Except, Offset, CTEs, object
     operators, ...). A barrier for rules: they may rewrite its children (and, position by
     position, its expressions), but never move anything through it."""
+    keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
+    keeps_child_equivalences = keeps_child_unique_keys = False
 
     cls: str = arg("-")
     output: tuple[AttributeReference, ...] = arg("-")
@@ -585,6 +633,14 @@ class Opaque(LogicalPlan):
     def expressions(self) -> tuple[Expression, ...]:
         e = self.exprs
         return e.get() if isinstance(e, Lazy) else e
+
+    @property
+    def offset_expr(self) -> Expression | None:
+        """For Catalyst's ``Offset`` (:data:`~sparkext.catalyst_names.OFFSET`), the count of
+        rows it skips, its one expression; None for any other class."""
+        if self.cls == names.OFFSET and len(self.expressions) == 1:
+            return self.expressions[0]
+        return None
 
     @fact
     def references(self) -> frozenset:

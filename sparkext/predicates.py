@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sparkext import catalyst_names as names
+from sparkext._tree import CacheSlot
 from sparkext.expressions import (
     Alias,
     And,
@@ -113,8 +114,11 @@ _NEVER_RAISE = (AttributeReference, Literal, And, Or, Not, IsNull, IsNotNull, Is
 def cannot_raise(e: Expression) -> bool:
     """Whether evaluating ``e`` can never raise (under ANSI too): it is built of
     :data:`_NEVER_RAISE` only. Conservative: a cast, arithmetic or any function may."""
-    return e._cached("#cannot_raise",
-                     lambda: all(isinstance(x, _NEVER_RAISE) for x in e.walk()))
+    return _CANNOT_RAISE.get(e)
+
+
+_CANNOT_RAISE: CacheSlot[bool] = CacheSlot(
+    "cannot_raise", lambda e: all(isinstance(x, _NEVER_RAISE) for x in e.walk()))
 
 
 def guards_first(conjuncts: list[Expression]) -> list[Expression]:
@@ -168,7 +172,11 @@ def opaque_inside(e: Expression) -> frozenset[tuple[str, bool, bool]]:
     """``(cls, is a subquery, reads the query around it)`` of every opaque expression in
     ``e`` (``e`` included), kept on ``e``: the same conjunct objects are asked about again in
     the constraints of every node above them and on every round of a rule."""
-    return e._cached("#opaque", lambda: frozenset(
+    return _OPAQUE_INSIDE.get(e)
+
+
+_OPAQUE_INSIDE: CacheSlot[frozenset[tuple[str, bool, bool]]] = CacheSlot(
+    "opaque_inside", lambda e: frozenset(
         (x.cls, x.is_subquery, x.is_subquery and bool(x.children_))
         for x in e.walk() if isinstance(x, OpaqueExpression)))
 

@@ -32,8 +32,7 @@ from sparkext import versions
 from sparkext.bridge import RuleBridge, defined_at, registration
 from sparkext.channel import channel
 from sparkext.optimizer import (
-    FIXED_POINT,
-    ONCE_PER_QUERY,
+    POSITIONS,
     Batch,
     FixedPoint,
     Rule,
@@ -465,18 +464,15 @@ def _check_takes_one_plan(r: Rule) -> None:
                         f"argument, the plan; its signature is {signature} ({e})") from None
 
 
-_POSITION_NAMES = {ONCE_PER_QUERY: "once per query",
-                   FIXED_POINT: "in Catalyst's fixed-point batches"}
-
-
 def _describe_positions(rules: tuple[Rule, ...]) -> str:
     """The rules in run order per position, numbered:
     ``2 rules: once per query: 1 a, 2 b``."""
     parts = []
-    for position, name in _POSITION_NAMES.items():
-        here = [r.name for r in rules if r.position == position]
+    for position in POSITIONS:
+        here = [r.name for r in rules if r.position is position]
         if here:
-            parts.append(f"{name}: " + ", ".join(f"{i} {n}" for i, n in enumerate(here, 1)))
+            numbered = ", ".join(f"{i} {n}" for i, n in enumerate(here, 1))
+            parts.append(f"{position.description}: {numbered}")
     return f"{len(rules)} rule{'s' if len(rules) != 1 else ''}: " + "; ".join(parts)
 
 

@@ -16,8 +16,8 @@ Derivation per node (anything not listed has none):
 | Deduplicate (``dropDuplicates(keys)``) | its keys, and the child's |
 | Distinct | all its columns, and the child's |
 | Project | a child's key whose every member is an output column, or an alias of it, or of a strict function of it (``k + 1 AS j``: injective, :meth:`Expression.strict_arguments <sparkext.expressions.Expression.strict_arguments>`) |
-| Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias, Repartition*, RebalancePartitions, Sample without replacement | the child's (each input row comes out at most once) |
-| Window | the child's; and for each ``row_number()`` column: the partition keys (when all are columns) and it (numbered 1, 2, ... within each partition, a NULL partition key being one partition) |
+| Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias, Repartition*, RebalancePartitions (``keeps_child_unique_keys`` on the class), Sample without replacement | the child's (each input row comes out at most once) |
+| Window (``keeps_child_unique_keys`` too) | the child's; and for each ``row_number()`` column: the partition keys (when all are columns) and it (numbered 1, 2, ... within each partition, a NULL partition key being one partition) |
 | Sample with replacement, Generate, Expand, Union | none (they repeat rows, or mix inputs) |
 | Join | semi, anti and existence joins: the left's (left rows, each once). Otherwise, the left's keys when the right side is unique on the right-hand sides of the condition's equalities (each left row meets at most one right row) and the join pads no left side (no right-only rows, whose NULL left columns would tie): inner, cross, left outer, left single. The right's likewise, mirrored: inner, cross, right outer. Full outer: none. |
 
@@ -33,23 +33,16 @@ where a tie in a sort is the same thing.
 from __future__ import annotations
 
 from sparkext import catalyst_names as names
+from sparkext._tree import CacheSlot
 from sparkext.expressions import Alias, AttributeReference, EqualNullSafe, EqualTo, Expression
 from sparkext.plan import (
     Aggregate,
     Deduplicate,
     Distinct,
-    Filter,
-    GlobalLimit,
     Join,
-    LocalLimit,
     LogicalPlan,
     Project,
-    RebalancePartitions,
-    Repartition,
-    RepartitionByExpression,
     Sample,
-    Sort,
-    SubqueryAlias,
     Window,
 )
 from sparkext.predicates import split_conjuncts
@@ -59,19 +52,17 @@ __all__ = ["UniqueKey", "unique_keys"]
 #: Members no two rows tie on all of (the empty key: at most one row).
 UniqueKey = tuple[Expression, ...]
 
-#: Nodes whose every output row is one input row, each input row at most once. Kept here
-#: rather than as a class fact because uniqueness is the only analysis that asks (not
-#: ``keeps_child_rows``: that one allows rows to repeat).
-_EACH_ROW_AT_MOST_ONCE = (Filter, Sort, GlobalLimit, LocalLimit, SubqueryAlias,
-                          Repartition, RepartitionByExpression, RebalancePartitions)
-
 #: Keys kept per node: a bound on the work, far above what real plans produce.
 _MAX_KEYS = 8
 
 
 def unique_keys(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
-    """The unique keys of ``plan``'s rows (cached on the node)."""
-    return plan._cached("unique_keys", lambda: _dedupe(_derive(plan)))
+    """The unique keys of ``plan``'s rows (kept on the node)."""
+    return _UNIQUE_KEYS.get(plan)
+
+
+_UNIQUE_KEYS: CacheSlot[tuple[UniqueKey, ...]] = CacheSlot(
+    "unique_keys", lambda plan: _dedupe(_derive(plan)))
 
 
 # A new node kind making unique keys must be admitted by the JVM's "ordering" pre-check
@@ -99,7 +90,7 @@ def _derive(plan: LogicalPlan) -> tuple[UniqueKey, ...]:
                 numbered = tuple((*part, rn) for rn, _ in
                                  plan.columns_of(names.DISTINCT_IN_PARTITION_WINDOW_FUNCTIONS))
             return (*numbered, *unique_keys(child))
-        case _ if isinstance(plan, _EACH_ROW_AT_MOST_ONCE):
+        case _ if plan.keeps_child_unique_keys:  # (a class fact: sparkext.plan)
             return unique_keys(plan.children[0])
         case _:
             return ()

@@ -8,6 +8,8 @@ disagree fail there with one clear error rather than on every query.
 
 from __future__ import annotations
 
+from enum import Enum
+
 from sparkext.context import HEADER
 from sparkext.kinds import wire_codes
 
@@ -25,6 +27,24 @@ UNCHANGED_WITH_STATS = '{"unchanged":true,"stats":['
 #: and the package reads: the decoder's ``v`` and ``root``, and the call's settings
 #: (``sparkext.context.HEADER``).
 HEADER_FIELDS = ("v", "root", *HEADER)
+
+class WireString(str, Enum):
+    """A vocabulary the JVM spells as strings (a sort direction, a rule position): each
+    member is its wire string, equal to it, hashed and printed as it, so the wire and
+    callers that pass the string keep working. An unknown string is refused naming the
+    valid ones."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def _missing_(cls, value: object) -> None:
+        raise ValueError(f"{value!r} is not a {cls.__name__}: the valid ones are "
+                         f"{', '.join(m.value for m in cls)}")
+
 
 #: The largest answer the JVM accepts (the channel's length prefix is checked against it).
 MAX_ANSWER_BYTES = 2**30

@@ -89,6 +89,9 @@ def test_an_unknown_kind_fails_the_declaration_naming_class_and_field():
 def test_children_and_expressions_follow_the_kinds():
     @mirror("org.example.TwoPlans")
     class TwoPlans(LogicalPlan):
+        keeps_child_rows = keeps_child_columns = commutes_with_filters = False
+        keeps_child_order = keeps_child_equivalences = keeps_child_unique_keys = False
+
         left: LogicalPlan = arg(Kind.PLAN)
         keys: tuple = arg("eps")
         rights: tuple = arg("ps")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -11,9 +14,11 @@ from sparkext.bridge import split_by_position
 from sparkext.expressions import AttributeReference, GreaterThan, lit
 from sparkext.optimizer import (
     CHECK_CLAIMS_ENV,
+    POSITIONS,
     Batch,
     FixedPoint,
     Once,
+    Position,
     Rule,
     RuleError,
     RuleExecutor,
@@ -145,6 +150,41 @@ def test_rules_need_usable_names_and_positions():
         Rule("a", lambda p: p, position="sometimes")
     with pytest.raises(TypeError, match="not a rule"):
         as_rule(42)
+
+
+def test_a_position_is_its_wire_string_and_a_rule_converts_the_string():
+    late = Rule("late", lambda p: p, position="fixed_point")
+    assert late.position is Position.FIXED_POINT
+    assert late.position == "fixed_point" and str(late.position) == f"{late.position}" \
+        == "fixed_point"
+    assert {"fixed_point": 1}[late.position] == 1  # hashed as its string: wire lookups work
+    assert json.dumps({"position": late.position}) == '{"position": "fixed_point"}'
+    assert Rule("r", lambda p: p).position is Position.ONCE_PER_QUERY
+
+
+def test_an_unknown_position_is_refused_naming_the_valid_ones():
+    with pytest.raises(ValueError, match="'sometimes' is not a Position: the valid ones are "
+                                         "once, fixed_point"):
+        Position("sometimes")
+    with pytest.raises(ValueError, match="rule 'a': unknown position .*once, fixed_point"):
+        Rule("a", lambda p: p, position="sometimes")
+
+
+def test_enable_names_each_position_in_its_log_line():
+    from sparkext.session import _describe_positions
+
+    rules = (Rule("a", lambda p: p), Rule("late", lambda p: p, position="fixed_point"),
+             Rule("b", lambda p: p))
+    assert _describe_positions(rules) == ("3 rules: once per query: 1 a, 2 b; "
+                                          "in Catalyst's fixed-point batches: 1 late")
+
+
+def test_the_positions_are_the_jvms():
+    # The shim's sealed Position (Sparkext.scala) parses exactly these wire strings.
+    scala = (Path(__file__).parents[1] / "jvm-shim/src/main/scala/io/sparkext/"
+             "Sparkext.scala").read_text()
+    jvm = re.findall(r'case object \w+ extends Position\("(\w+)"\)', scala)
+    assert jvm == [p.value for p in POSITIONS]
 
 
 def test_rules_are_split_by_position():

@@ -23,14 +23,24 @@ from sparkext.expressions import (
 from sparkext.ordering import properties
 from sparkext.plan import (
     Aggregate,
+    AliasIdentifier,
     Deduplicate,
     Distinct,
+    Expand,
     Filter,
+    GlobalLimit,
     Join,
+    LocalLimit,
     Project,
+    RebalancePartitions,
     Relation,
+    Repartition,
+    RepartitionByExpression,
     Sample,
     Sort,
+    SubqueryAlias,
+    Union,
+    Window,
 )
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.uniqueness import unique_keys
@@ -95,6 +105,40 @@ def test_a_projection_keeps_a_key_through_aliases_and_strict_functions_only():
     wrapping = Alias(Add(k, lit(1), LEGACY, _type=T.INT), "j")
     assert unique_keys(Project((wrapping,), agg)) == ()
     assert unique_keys(Project((t,), agg)) == ()
+
+
+#: a node of each class that declares keeps_child_unique_keys, over ``child``
+KEEPS_KEYS = {
+    Filter: lambda c: Filter(GreaterThan(v, lit(0)), c),
+    Sort: lambda c: Sort((asc(v),), True, c),
+    GlobalLimit: lambda c: GlobalLimit(lit(5), c),
+    LocalLimit: lambda c: LocalLimit(lit(5), c),
+    SubqueryAlias: lambda c: SubqueryAlias(AliasIdentifier("s"), c),
+    Repartition: lambda c: Repartition(4, True, c),
+    RepartitionByExpression: lambda c: RepartitionByExpression((k,), c),
+    RebalancePartitions: lambda c: RebalancePartitions((k,), c),
+    Window: lambda c: Window((), (), (), c),
+}
+
+
+@pytest.mark.parametrize("cls", KEEPS_KEYS, ids=lambda c: c.__name__)
+def test_a_node_that_passes_each_row_at_most_once_keeps_the_childs_keys(cls):
+    agg, _ = by_k()
+    node = KEEPS_KEYS[cls](agg)
+    assert type(node).keeps_child_unique_keys
+    assert ids(unique_keys(node)) == [[1]]
+
+
+def test_every_class_that_keeps_the_childs_keys_is_tried_above():
+    from tests.test_node_facts import EXPECTED
+    assert {c.__name__ for c in KEEPS_KEYS} == EXPECTED["keeps_child_unique_keys"]
+
+
+def test_nodes_that_repeat_or_mix_rows_keep_no_key():
+    agg, t = by_k()
+    assert not Union.keeps_child_unique_keys and not Expand.keeps_child_unique_keys
+    assert unique_keys(Union((agg, agg))) == ()
+    assert unique_keys(Expand(((k, t), (k, t)), (k, t), agg)) == ()
 
 
 def test_a_sample_with_replacement_repeats_rows():

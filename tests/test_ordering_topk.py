@@ -116,6 +116,8 @@ def test_a_literal_limit_below_the_threshold_over_a_global_sort_keeps_its_order(
      "sparkext)", 100,
      lambda: limit(lit(10), Project((v, Alias(scalar_subquery(), "s")), by_v()))),
     ("an offset alone", 100, lambda: offset(lit(5), by_v())),
+    ("another opaque node of an offset's shape over a top-K", 100,
+     lambda: Opaque("Tail", REL.output, (limit(lit(10), by_v()),), handle=0, exprs=(lit(5),))),
     ("a non-literal offset", 100,
      lambda: offset(Add(lit(2), lit(3)), limit(lit(10), by_v()))),
 ])
@@ -123,6 +125,12 @@ def test_a_limit_spark_does_not_plan_as_top_k_loses_order(
         title: str, threshold: int | None, plan: Callable[[], LogicalPlan]) -> None:
     with in_call(threshold):
         assert not globally_by_v(plan())
+
+
+def test_an_opaque_node_knows_whether_it_is_catalysts_offset() -> None:
+    assert offset(lit(5), REL).offset_expr == lit(5)
+    assert Opaque("Tail", REL.output, (REL,), handle=0, exprs=(lit(5),)).offset_expr is None
+    assert Opaque("Offset", REL.output, (REL,), handle=0).offset_expr is None  # (no count)
 
 
 def test_offsets_over_and_under_a_top_k_keep_its_order() -> None:

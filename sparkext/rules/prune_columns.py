@@ -46,6 +46,7 @@ from __future__ import annotations
 from typing import TypeGuard
 
 from sparkext import catalyst_names as names
+from sparkext._tree import CacheSlot
 from sparkext.expressions import Expression, ExprId, OpaqueExpression, to_attribute
 from sparkext.plan import (
     Aggregate,
@@ -81,15 +82,20 @@ def prune_columns(plan: LogicalPlan, *, before_subquery_rewrite: bool = False) -
         return _Pruner(True).prune(plan, plan.output_ids)
     # Without an EXISTS or IN subquery both rules compute this one function of the plan.
     # Kept on the node: the second of them to see a plan, and a fixed point's confirming
-    # round, read the first's answer (None: the plan itself, without a cycle through the
-    # node's own cache).
-    pruned = plan._cached("#pruned", lambda: _unless_same(
-        plan, _Pruner(False).prune(plan, plan.output_ids)))
+    # round, read the first's answer.
+    pruned = _PRUNED.get(plan)
     return plan if pruned is None else pruned
 
 
-def _unless_same(plan: LogicalPlan, new: LogicalPlan) -> LogicalPlan | None:
+def _pruned(plan: LogicalPlan) -> LogicalPlan | None:
+    """``plan`` pruned as both rules prune a plan without EXISTS or IN subqueries; None
+    when that is ``plan`` itself (a node keeping itself in its own cache would make a
+    cycle)."""
+    new = _Pruner(False).prune(plan, plan.output_ids)
     return None if new is plan else new
+
+
+_PRUNED: CacheSlot[LogicalPlan | None] = CacheSlot("pruned", _pruned)
 
 
 def _holds_predicate_subquery(plan: LogicalPlan) -> bool:
