@@ -43,7 +43,7 @@ class CallContext:
     #: the truncations the time zone's rules can reverse (sparkext.timezones)
     time_zone_reverses: frozenset[str] = frozenset()
     #: ``spark.sql.execution.topKSortFallbackThreshold``: a literal limit below it over a
-    #: global sort is planned as one TakeOrderedAndProjectExec (sparkext.ordering); None
+    #: global sort is planned as one TakeOrderedAndProjectExec (sparkext.analysis.ordering); None
     #: when the JVM did not say (then no limit keeps order)
     top_k_threshold: int | None = None
     #: sparkext rules switched off (``spark.sparkext.excludedRules``)

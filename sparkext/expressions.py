@@ -167,7 +167,7 @@ class Expression(TreeNode):
         current call's conditions (ANSI mode on the expression, the session time zone
         through :mod:`sparkext.timezones`); None: nothing (not monotonic, or not known to
         be). A class with ordering semantics overrides this, and only this, to say so; the
-        ordering analysis (:mod:`sparkext.ordering`) reads nothing else. Not cached: the
+        ordering analysis (:mod:`sparkext.analysis.ordering`) reads nothing else. Not cached: the
         time zone's facts belong to the call."""
         return None
 

@@ -70,7 +70,7 @@ class LogicalPlan(TreeNode):
 
     #: Every output row carries the values of one input row unchanged (rows may be dropped,
     #: repeated or widened with new columns): what holds of the child's rows holds of its
-    #: own. Read by :mod:`sparkext.constraints`. (Not Distinct or Deduplicate: grouping
+    #: own. Read by :mod:`sparkext.analysis.constraints`. (Not Distinct or Deduplicate: grouping
     #: normalises floating-point keys; they have their own case.)
     keeps_child_rows: ClassVar[bool]
     #: The output is exactly the child's columns, and the node needs only its own
@@ -81,15 +81,15 @@ class LogicalPlan(TreeNode):
     #: limit or sample picks rows first; Filter is combined instead.)
     commutes_with_filters: ClassVar[bool]
     #: The child's order holds on the output, within and across partitions (and so do its
-    #: equivalences and constants). Read by :mod:`sparkext.ordering`.
+    #: equivalences and constants). Read by :mod:`sparkext.analysis.ordering`.
     keeps_child_order: ClassVar[bool]
     #: The child's equivalences and constants hold on the output, its order does not (a
     #: shuffle, or a single-partition exchange reading blocks in any order). Read by
-    #: :mod:`sparkext.ordering`.
+    #: :mod:`sparkext.analysis.ordering`.
     keeps_child_equivalences: ClassVar[bool]
     #: Each output row is one input row, no input row comes out twice, and the child's
     #: columns come out unchanged (rows may be dropped, columns added): the child's unique
-    #: keys are the node's. Read by :mod:`sparkext.uniqueness`. (Not
+    #: keys are the node's. Read by :mod:`sparkext.analysis.uniqueness`. (Not
     #: ``keeps_child_rows``, which lets rows repeat. Not Sample: with replacement it repeats
     #: rows, and uniqueness reads the instance. Distinct and Deduplicate group: their own
     #: case.)
@@ -518,8 +518,8 @@ class Relation(LogicalPlan):
     """A leaf: a file scan, table, ``LocalRelation``, ``Range``, DSv2 scan, cached relation.
 
     Kept on the JVM by ``handle``; a rewritten plan must use the Relation object itself.
-    ``ordering`` is what Catalyst's ``outputOrdering`` says of it (sparkext.ordering decides
-    whether that holds across partitions).
+    ``ordering`` is what Catalyst's ``outputOrdering`` says of it (sparkext.analysis.ordering
+    decides whether that holds across partitions).
     """
     keeps_child_rows = keeps_child_columns = commutes_with_filters = keeps_child_order = False
     keeps_child_equivalences = keeps_child_unique_keys = False

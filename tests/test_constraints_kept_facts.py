@@ -4,7 +4,7 @@ objects are asked again in the closure of every node above the one that introduc
 
 from __future__ import annotations
 
-from sparkext.constraints import equality_inferences, with_inferences
+from sparkext.analysis.constraints import equality_inferences, with_inferences
 from sparkext.expressions import EqualTo, GreaterThan, IsNotNull, Literal
 from sparkext.types import INT
 from tests.mirror_plans import col

@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DESIGN = (ROOT / "docs" / "design.md").read_text()
 COMPONENTS = DESIGN.split("## Components", 1)[1].split("\n## ", 1)[0]
 
-MODULES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "sparkext").glob("*.py")
+#: The package's own modules, and the analyses' (sparkext/analysis/: one line each).
+MODULES = sorted(p.relative_to(ROOT).as_posix() for p in [
+    *(ROOT / "sparkext").glob("*.py"), *(ROOT / "sparkext" / "analysis").glob("*.py")]
                  if p.name not in ("__init__.py", "__main__.py"))
 PACKAGES = sorted(p.relative_to(ROOT).as_posix() + "/" for p in (ROOT / "sparkext").iterdir()
                   if p.is_dir() and not p.name.startswith(("_", ".")))

@@ -11,13 +11,13 @@ import pytest
 
 from sparkext import _tree
 from sparkext._tree import CacheSlot
-from sparkext.constraints import Constraints, constraints
+from sparkext.analysis.constraints import Constraints, constraints
+from sparkext.analysis.ordering import EquivalenceProperties, Ordering, SortKey, properties
+from sparkext.analysis.uniqueness import unique_keys
 from sparkext.expressions import Add, EqualTo, GreaterThan, IsNotNull, asc, lit
-from sparkext.ordering import EquivalenceProperties, Ordering, SortKey, properties
 from sparkext.plan import Filter, Project, Relation, Sort
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
-from sparkext.uniqueness import unique_keys
 from tests.mirror_plans import ANSI, col
 
 a, b, c, d = col("a", 1), col("b", 2), col("c", 3), col("d", 4)

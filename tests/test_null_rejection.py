@@ -1,4 +1,4 @@
-"""Null rejection decided by evaluation (sparkext.predicates.rejects_nulls), as Catalyst's
+"""Null rejection decided by evaluation (sparkext.analysis.evaluation.rejects_nulls), as Catalyst's
 EliminateOuterJoin decides it: a predicate rejects a side when it is NULL or false on every
 row where that side's columns are NULL, whatever the other columns hold."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sparkext import types as T
+from sparkext.analysis.evaluation import rejects_nulls
 from sparkext.expressions import (
     Add,
     And,
@@ -25,7 +26,6 @@ from sparkext.expressions import (
     Rand,
     lit,
 )
-from sparkext.predicates import rejects_nulls
 from tests.mirror_plans import Table
 
 L = Table("l", "a b", 1)

@@ -1,10 +1,11 @@
-"""sparkext.ordering: ordering_satisfy, table-driven, and the derivation per plan node."""
+"""sparkext.analysis.ordering: ordering_satisfy, table-driven, and the derivation per plan node."""
 
 from __future__ import annotations
 
 import pytest
 
 from sparkext import types as T
+from sparkext.analysis.ordering import EquivalenceProperties, Ordering, SortKey, properties
 from sparkext.context import CallContext, scoped
 from sparkext.expressions import (
     Add,
@@ -27,7 +28,6 @@ from sparkext.expressions import (
     lit,
 )
 from sparkext.expressions import SortOrder as SO
-from sparkext.ordering import EquivalenceProperties, Ordering, SortKey, properties
 from sparkext.plan import (
     Aggregate,
     Filter,

@@ -15,6 +15,7 @@ import pytest
 from sparkext import expressions as E
 from sparkext import types as T
 from sparkext._tree import MIRRORED
+from sparkext.analysis.ordering import EquivalenceProperties, Ordering, SortKey
 from sparkext.context import CallContext, scoped
 from sparkext.expressions import (
     Add,
@@ -37,7 +38,6 @@ from sparkext.expressions import (
     desc,
     lit,
 )
-from sparkext.ordering import EquivalenceProperties, Ordering, SortKey
 from tests.mirror_plans import ANSI, LEGACY, col
 
 i, lng, f = col("i", 1, T.INT), col("lng", 2, T.LONG), col("f", 3, T.DOUBLE)

@@ -1,4 +1,4 @@
-"""Unique keys and functional dependencies (sparkext.uniqueness), what they let the
+"""Unique keys and functional dependencies (sparkext.analysis.uniqueness), what they let the
 ordering analysis conclude (an order by a unique ``k`` satisfies ``(k, anything)``), and
 simplify_sort_keys dropping the keys that depend on earlier ones. Mirror plans built by
 hand; the same claims on real Spark sessions are in tests/test_ordering_spark.py (its
@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from sparkext import types as T
+from sparkext.analysis.ordering import properties
+from sparkext.analysis.uniqueness import unique_keys
 from sparkext.expressions import (
     Add,
     Alias,
@@ -20,7 +22,6 @@ from sparkext.expressions import (
     desc,
     lit,
 )
-from sparkext.ordering import properties
 from sparkext.plan import (
     Aggregate,
     AliasIdentifier,
@@ -43,7 +44,6 @@ from sparkext.plan import (
     Window,
 )
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
-from sparkext.uniqueness import unique_keys
 from tests.mirror_plans import ANSI, LEGACY, col
 
 k, v, w = col("k", 1), col("v", 2), col("w", 3)

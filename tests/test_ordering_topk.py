@@ -1,7 +1,7 @@
 """Top-K keeps its order, and orderings through Window, Union, Expand and a local sort over
 one partition (issue 17, items 1 and 5).
 
-Two halves. Hand-built plans pin the derivation in :mod:`sparkext.ordering` (which shapes
+Two halves. Hand-built plans pin the derivation in :mod:`sparkext.analysis.ordering` (which shapes
 are a top-K, and every way a limit falls out of one). Then real pipelines on multi-file
 parquet data (several scan partitions, several shuffle partitions), each run with
 sparkext off (N), on (S) and on with Catalyst's EliminateSorts excluded (S-), with
@@ -23,12 +23,12 @@ from pyspark.sql import functions as F
 
 import sparkext
 from sparkext import types as T
+from sparkext.analysis.ordering import properties, windows_pruned
+from sparkext.analysis.uniqueness import unique_keys
 from sparkext.context import CallContext, current, scoped
 from sparkext.expressions import (
     Add, Alias, AttributeReference, Expression, In, OpaqueExpression, Upper, asc, desc, lit)
 from sparkext.expressions import SortOrder as SO
-from sparkext.ordering import properties, windows_pruned
-from sparkext.uniqueness import unique_keys
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
 from sparkext.plan import (

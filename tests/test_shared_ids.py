@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import pytest
 
+from sparkext.analysis.constraints import constraints
+from sparkext.analysis.ordering import EquivalenceProperties, Ordering, SortKey, properties
+from sparkext.analysis.uniqueness import unique_keys
 from sparkext.catalyst import excluded_rules_conf
-from sparkext.constraints import constraints
 from sparkext.expressions import Alias, EqualTo, IsNotNull, asc, desc, lit
-from sparkext.ordering import EquivalenceProperties, Ordering, SortKey, properties
 from sparkext.plan import Aggregate, Filter, Join, Project, Relation, Sort
 from sparkext.rules.eliminate_sorts import eliminate_sorts
 from sparkext.rules.simplify_sort_keys import simplify_sort_keys
-from sparkext.uniqueness import unique_keys
 from tests.conftest import conf, jvm_nodes
 from tests.mirror_plans import col
 from tests.rows import assert_same_rows, collect

@@ -68,7 +68,7 @@ PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
                              matches=(Project, Aggregate, Join, Generate, Filter),
                              only_when_catalyst_excludes=("ColumnPruning",))
 # Catalyst has no counterpart of simplify_sort_keys; its EliminateSorts does a part of
-# what eliminate_sorts does (sparkext.ordering): both always run. The JVM's "ordering"
+# what eliminate_sorts does (sparkext.analysis.ordering): both always run. The JVM's "ordering"
 # pre-check (Prechecks.scala) skips the call for a plan whose one Sort neither rule can
 # change: nothing below it makes an order but Windows, whose order the first key is not
 # (or the Sort is a top-K's, under a limit: eliminate_sorts then removes it only when every

@@ -50,6 +50,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sparkext.analysis.ordering import top_k_rows
 from sparkext.expressions import (
     AttributeReference,
     Expression,
@@ -63,7 +64,6 @@ from sparkext.expressions import (
 )
 from sparkext.facts import ColumnStats, DataFile, Format
 from sparkext.optimizer import because
-from sparkext.ordering import top_k_rows
 from sparkext.plan import Filter, LogicalPlan, Relation, Sort
 from sparkext.predicates import split_conjuncts
 from sparkext.rules._file_scans import scan_under

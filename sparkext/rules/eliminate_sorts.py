@@ -4,7 +4,7 @@
     +- Filter (host = 'h1')              ==>     +- InMemoryRelation events [host, ts]
        +- InMemoryRelation events [host, ts]        (cached sorted by ts, range-partitioned)
 
-A Sort goes when (:mod:`sparkext.ordering` decides the first two):
+A Sort goes when (:mod:`sparkext.analysis.ordering` decides the first two):
 
 | case | why it is safe |
 | --- | --- |
@@ -25,9 +25,9 @@ does, so Catalyst's can be switched off with nothing lost.
 from __future__ import annotations
 
 from sparkext import catalyst_names as names
+from sparkext.analysis.ordering import properties, windows_pruned
 from sparkext.expressions import OpaqueExpression
 from sparkext.optimizer import OrderFact, relies_on
-from sparkext.ordering import properties, windows_pruned
 from sparkext.plan import (
     Aggregate,
     Filter,

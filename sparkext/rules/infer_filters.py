@@ -2,7 +2,7 @@
 
 Catalyst's ``InferFiltersFromConstraints`` has to be switched off together with Catalyst's
 pushdown (it copies one-sided join conjuncts into the inputs), so sparkext carries its
-own. The constraints come from :mod:`sparkext.constraints`:
+own. The constraints come from :mod:`sparkext.analysis.constraints`:
 
     Filter (a = b AND a = 5)                  Filter (isnotnull(a) AND isnotnull(b)
     +- Relation [a, b]                 ==>            AND a = b AND a = 5 AND b = 5)
@@ -32,7 +32,7 @@ moves what was added.
 
 What is inferred is simplified first, because sparkext runs after Catalyst's
 simplification batches and nothing folds it later
-(:func:`sparkext.constraints.simplify_inferred`): a comparison of an expression with
+(:func:`sparkext.analysis.constraints.simplify_inferred`): a comparison of an expression with
 itself, or of two literals, is decided, and a predicate that could only be kept by
 evaluating something that may raise (``(v * -730) >= (v * -730)``) is dropped. Inference
 never adds an evaluation the query did not have.
@@ -48,7 +48,7 @@ join it implies no row for, where the table above lets that input lose rows.
 
 from __future__ import annotations
 
-from sparkext.constraints import (
+from sparkext.analysis.constraints import (
     Constraints,
     constraints,
     is_false,

@@ -69,7 +69,7 @@ Before that, an outer join whose null-supplying side a WHERE conjunct rejects be
 inner one (Catalyst's ``EliminateOuterJoin``, which cannot see a filter that has not yet
 come down to the join): a conjunct that is NULL or false whenever that side's columns are
 NULL drops every row the outer join padded with NULLs. As Catalyst does, this is decided
-by evaluation (:func:`sparkext.predicates.rejects_nulls`): the conjunct is evaluated in
+by evaluation (:func:`sparkext.analysis.evaluation.rejects_nulls`): the conjunct is evaluated in
 three-valued logic with that side's columns NULL and every other column unknown, through
 NULL propagation, IF, CASE WHEN, COALESCE, NULL checks and AND/OR/NOT; what cannot be
 evaluated may be true, and does not reject. So ``if(isnull(alwaysTrue), 0, count) > 0``,
@@ -87,7 +87,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sparkext.constraints import constraints
+from sparkext.analysis.constraints import constraints
+from sparkext.analysis.evaluation import rejects_nulls
 from sparkext.expressions import And, AttributeReference, Expression, Or
 from sparkext.plan import (
     Aggregate,
@@ -114,7 +115,6 @@ from sparkext.predicates import (
     guards_first,
     normalised_columns,
     normalised_keys,
-    rejects_nulls,
     replace_aliases,
     replace_attributes,
     semantic_set,

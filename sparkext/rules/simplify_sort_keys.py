@@ -14,7 +14,7 @@ the keys before it, it has one value:
   ``double`` may hold ``0.0`` and ``-0.0``;
 - an earlier key is a strict function of it (``order by a + 1, a``): a strict function is
   injective, so rows that tie on ``a + 1`` tie on ``a``;
-- the earlier keys cover a unique key of the input (:mod:`sparkext.uniqueness`: ``order
+- the earlier keys cover a unique key of the input (:mod:`sparkext.analysis.uniqueness`: ``order
   by k, total`` after ``groupBy(k)``): no two rows tie on them, so no later key is ever
   consulted.
 
@@ -24,8 +24,8 @@ read (the JVM's "ordering" pre-check relies on it for a Sort under a limit).
 
 from __future__ import annotations
 
+from sparkext.analysis.ordering import properties, windows_pruned
 from sparkext.optimizer import OrderFact, relies_on
-from sparkext.ordering import properties, windows_pruned
 from sparkext.plan import LogicalPlan, Sort
 
 __all__ = ["simplify_sort_keys"]

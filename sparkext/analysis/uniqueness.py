@@ -26,8 +26,8 @@ left key with the right side's one NULL row at most, so either way a left row me
 most one right row. A condition's other conjuncts only remove matches.
 
 Uniqueness here is about the values the grouping or the join compared; the ordering
-analysis keeps only keys of exactly comparable types (:func:`sparkext.ordering.properties`),
-where a tie in a sort is the same thing.
+analysis keeps only keys of exactly comparable types
+(:func:`sparkext.analysis.ordering.properties`), where a tie in a sort is the same thing.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ monotonic function of a matched expression matches too), treating each matched k
 constant for the keys after it — within rows that tie on the keys so far, an ordering's
 next key takes over (:meth:`EquivalenceProperties.tie`: so does every argument the key
 is a strict function of). Once the keys so far cover a unique key of the rows
-(:mod:`sparkext.uniqueness`, attached to each node's properties by :func:`properties`),
+(:mod:`sparkext.analysis.uniqueness`, attached to each node's properties by :func:`properties`),
 every later key is satisfied: no two rows tie on them.
 
 Derivation per node:
@@ -97,7 +97,7 @@ matters (Spark's ASC is NULLS FIRST, DESC is NULLS LAST; a decreasing function k
 where they were: under ``a ASC NULLS FIRST``, ``-a`` is ``DESC NULLS FIRST``) unless the
 column is known not to be NULL.
 
-Unique keys (:mod:`sparkext.uniqueness`, whose docstring has the table per node): after
+Unique keys (:mod:`sparkext.analysis.uniqueness`, whose docstring has the table per node): after
 ``groupBy(k)``, ``dropDuplicates(["k"])``, ``distinct()``, over a ``row_number()`` column
 and its window's partition keys, and through joins that match each
 row with at most one row of a side unique on the join keys, no two rows tie on ``k``. Only
@@ -108,7 +108,7 @@ Why one module of over 700 lines: a quarter of it is this docstring (the legalit
 per node and function), and the rest is one analysis, the class and its derivation per
 node, which read each other's invariants; the monotonic functions and unique keys that can
 stand alone already live apart (the monotonic facts on the expression classes of
-:mod:`sparkext.expressions`, the unique keys in :mod:`sparkext.uniqueness`).
+:mod:`sparkext.expressions`, the unique keys in :mod:`sparkext.analysis.uniqueness`).
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ from types import MappingProxyType
 from typing import NoReturn
 
 from sparkext import catalyst_names as names
-from sparkext import uniqueness
 from sparkext._tree import CacheSlot
+from sparkext.analysis import uniqueness
 from sparkext.context import current
 from sparkext.expressions import (
     DESC,
@@ -222,7 +222,7 @@ class EquivalenceProperties:
     not_null: set = field(default_factory=set)      # semantic keys
     _parent: dict = field(default_factory=dict)     # union-find over semantic keys
     _exprs: dict = field(default_factory=dict)      # semantic key -> first expression seen
-    #: sets of expressions no two rows tie on (:mod:`sparkext.uniqueness`)
+    #: sets of expressions no two rows tie on (:mod:`sparkext.analysis.uniqueness`)
     unique_keys: tuple[tuple[Expression, ...], ...] = ()
     #: set by :meth:`freeze`: nothing changes these properties any more
     frozen: bool = field(default=False, repr=False, compare=False)
@@ -448,7 +448,7 @@ class EquivalenceProperties:
 
     def one_row_per_tie(self) -> bool:
         """Whether no two rows tie on what is constant so far: some unique key of the rows
-        has every member constant (:mod:`sparkext.uniqueness`). Then no later key can
+        has every member constant (:mod:`sparkext.analysis.uniqueness`). Then no later key can
         change the order: it is never consulted."""
         return any(all(self.constant(m) is not None for m in key) for key in self.unique_keys)
 
@@ -503,7 +503,7 @@ class EquivalenceProperties:
 
 def _refuse() -> NoReturn:
     raise TypeError("these EquivalenceProperties are kept on a plan node and shared "
-                    "(sparkext.ordering.properties): change a copy() of them instead")
+                    "(sparkext.analysis.ordering.properties): change a copy() of them instead")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,7 +520,7 @@ _PROPERTIES: CacheSlot[EquivalenceProperties] = CacheSlot(
 
 
 def _with_unique_keys(p: EquivalenceProperties, plan: LogicalPlan) -> EquivalenceProperties:
-    """``p`` with ``plan``'s own unique keys (:mod:`sparkext.uniqueness`), whatever
+    """``p`` with ``plan``'s own unique keys (:mod:`sparkext.analysis.uniqueness`), whatever
     ``_derive`` copied from a child: only keys of exactly comparable types, where a tie in
     a sort is the same value the grouping or the join compared."""
     keys = tuple(k for k in uniqueness.unique_keys(plan)

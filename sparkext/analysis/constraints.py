@@ -39,6 +39,7 @@ from collections.abc import Iterable
 
 from sparkext import catalyst_names as names
 from sparkext._tree import CacheSlot
+from sparkext.analysis.evaluation import compare_constants
 from sparkext.expressions import (
     FALSE,
     TRUE,
@@ -68,7 +69,6 @@ from sparkext.plan import (
     Union,
 )
 from sparkext.predicates import (
-    CONSTANT_COMPARISONS,
     blind_to_normalisation,
     contains_aggregate,
     contains_correlated_subquery,
@@ -345,14 +345,14 @@ def _is_bool(e: Expression, value: bool) -> bool:
 
 
 def _compare_literals(c) -> Literal | None:
-    left, right, op = c.left, c.right, CONSTANT_COMPARISONS.get(type(c).__name__)
-    if not (op and isinstance(left, Literal) and isinstance(right, Literal)) \
-            or left.data_type != right.data_type or left.value is None or right.value is None:
+    """Two literals of one type compared, where the one folder decides it
+    (:func:`sparkext.analysis.evaluation.compare_constants`); else None."""
+    left, right = c.left, c.right
+    if not (isinstance(left, Literal) and isinstance(right, Literal)) \
+            or left.data_type != right.data_type:
         return None
-    t = left.data_type
-    if not (t.is_integral or t.is_datetime or t.name in ("boolean", "string")):
-        return None  # decimals, floating point, binary, nested: left to Catalyst
-    return Literal(op(left.value, right.value), BOOLEAN)
+    decided = compare_constants(type(c).__name__, left.value, right.value, left.data_type)
+    return None if decided is None else Literal(decided, BOOLEAN)
 
 
 def _identity(e: Expression) -> bool:
