@@ -4,6 +4,7 @@ use it (DataFusion keeps its ordering analysis so): one module per analysis.
 - :mod:`sparkext.analysis.ordering`: constants, equivalences and orderings of a node's rows;
 - :mod:`sparkext.analysis.uniqueness`: unique keys;
 - :mod:`sparkext.analysis.constraints`: the predicates every row of a node satisfies;
+- :mod:`sparkext.analysis.needed`: which columns each node needs of its children;
 - :mod:`sparkext.analysis.evaluation`: the constant folder and the three-valued evaluator
   (null rejection).
 

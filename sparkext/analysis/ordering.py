@@ -121,6 +121,7 @@ from typing import NoReturn
 from sparkext import catalyst_names as names
 from sparkext._tree import CacheSlot
 from sparkext.analysis import uniqueness
+from sparkext.analysis.needed import child_needs, needed_entries
 from sparkext.context import current
 from sparkext.expressions import (
     DESC,
@@ -136,7 +137,6 @@ from sparkext.expressions import (
     OpaqueExpression,
     OrderingFact,
     SortOrder,
-    to_attribute,
     type_or_none,
 )
 from sparkext.plan import (
@@ -800,34 +800,16 @@ def windows_pruned(plan: LogicalPlan) -> int:
     ``k, rn`` over ``rn = row_number() OVER (ORDER BY k)``, its ``rn`` dropped after the
     sort, keeps that Window alive alone). The needed set is what each node reads, plus what
     is needed of its output (a Project, an Aggregate and a Window read only for the entries
-    that are needed); a counted Window's own keys stay needed, so a Window that only it
+    that are needed: :func:`sparkext.analysis.needed.child_needs`, ``through_any_node``, as
+    Catalyst narrows below any node); a counted Window's own keys stay needed, so a Window that only it
     needed is not counted. The count is still exact for the use made of it: a change that
     only removes sorts or keys leaves at least one more counted Window whenever it leaves
     one more that pruning removes (the highest of those new ones is counted)."""
     def drop_unneeded(node: LogicalPlan, needed: frozenset) -> int:
-        match node:
-            case Window(window_expressions=wexprs, child=child):
-                kept = [w for w in wexprs if to_attribute(w).expr_id in needed]
-                below = (needed & child.output_ids).union(
-                    *(e.references for e in kept),
-                    *(e.references for e in node.partition_spec),
-                    *(o.references for o in node.order_spec))
-                return (0 if kept else 1) + drop_unneeded(child, below)
-            case Project(project_list=exprs, child=child):
-                return drop_unneeded(child, frozenset().union(
-                    *(e.references for e in exprs if to_attribute(e).expr_id in needed)))
-            case Aggregate(grouping_expressions=keys, aggregate_expressions=aggs, child=child):
-                return drop_unneeded(child, frozenset().union(
-                    *(e.references for e in keys),
-                    *(e.references for e in aggs if to_attribute(e).expr_id in needed)))
-            case Union(children=children):
-                positions = [i for i, a in enumerate(node.output) if a.expr_id in needed]
-                return sum(drop_unneeded(c, frozenset(
-                    c.output[i].expr_id for i in positions if i < len(c.output)))
-                    for c in children)
-            case _:
-                return sum(drop_unneeded(c, (needed & c.output_ids) | node.references)
-                           for c in node.children)
+        own = int(isinstance(node, Window)
+                  and not needed_entries(node.window_expressions, needed))
+        return own + sum(drop_unneeded(c, n) for c, n in zip(
+            node.children, child_needs(node, needed, through_any_node=True)))
     if not plan.contains_any((Window,)):
         return 0
     return drop_unneeded(plan, plan.output_ids)

@@ -47,7 +47,14 @@ from typing import TypeGuard
 
 from sparkext import catalyst_names as names
 from sparkext._tree import CacheSlot
-from sparkext.expressions import Expression, ExprId, OpaqueExpression, to_attribute
+from sparkext.analysis.needed import (
+    child_needs,
+    expand_positions,
+    needed_entries,
+    references_of,
+    union_positions,
+)
+from sparkext.expressions import Expression, ExprId, OpaqueExpression
 from sparkext.plan import (
     Aggregate,
     Deduplicate,
@@ -103,10 +110,6 @@ def _holds_predicate_subquery(plan: LogicalPlan) -> bool:
     return any(_has_predicate_subquery(e) for n in plan.walk() for e in n.expressions)
 
 
-def _refs(exprs) -> frozenset:
-    return frozenset().union(*(e.references for e in exprs))
-
-
 class _Pruner:
     def __init__(self, before_subquery_rewrite: bool):
         self.before_subquery_rewrite = before_subquery_rewrite
@@ -121,43 +124,45 @@ class _Pruner:
 
 
     def prune(self, node: LogicalPlan, needed: frozenset) -> LogicalPlan:
-        """``node`` computing at least ``needed`` of its output (its output may keep more)."""
+        """``node`` computing at least ``needed`` of its output (its output may keep more).
+        What it asks of each input is :func:`~sparkext.analysis.needed.child_needs`."""
         match node:
             case Project(project_list=exprs, child=child):
-                kept = tuple(e for e in exprs if to_attribute(e).expr_id in needed)
-                new_child = self.prune(child, _refs(kept))
+                kept = needed_entries(exprs, needed)
+                (wanted,) = child_needs(node, needed)
+                new_child = self.prune(child, wanted)
                 if len(kept) == len(exprs) and new_child is child:
                     return node
                 return Project(kept, new_child)
 
-            case Aggregate(grouping_expressions=groups, aggregate_expressions=aggs, child=child):
-                kept = tuple(e for e in aggs if to_attribute(e).expr_id in needed)
-                new_child = self.narrow(child, _refs(groups) | _refs(kept))
+            case Aggregate(aggregate_expressions=aggs, child=child):
+                kept = needed_entries(aggs, needed)
+                (wanted,) = child_needs(node, needed)
+                new_child = self.narrow(child, wanted)
                 if len(kept) == len(aggs) and new_child is child:
                     return node
                 return node.copy(aggregate_expressions=kept, child=new_child)
 
-            case Window(window_expressions=wexprs, partition_spec=parts, order_spec=order,
-                        child=child):
-                kept = tuple(w for w in wexprs if to_attribute(w).expr_id in needed)
-                passing = needed & child.output_ids
-                if not kept:
-                    return self.prune(child, passing)
-                new_child = self.narrow(child, passing | _refs(kept) | _refs(parts) | _refs(order))
+            case Window(window_expressions=wexprs, child=child):
+                kept = needed_entries(wexprs, needed)
+                if not kept:  # the Window goes: its child gives what passes through it
+                    return self.prune(child, needed & child.output_ids)
+                (wanted,) = child_needs(node, needed)
+                new_child = self.narrow(child, wanted)
                 if len(kept) == len(wexprs) and new_child is child:
                     return node
                 return node.copy(window_expressions=kept, child=new_child)
 
-            case Join(left=left, right=right, condition=cond):
-                wanted = needed | (cond.references if cond is not None else frozenset())
-                new_left = self.narrow(left, wanted & left.output_ids)
-                new_right = self.narrow(right, wanted & right.output_ids)
+            case Join(left=left, right=right):
+                wanted_left, wanted_right = child_needs(node, needed)
+                new_left = self.narrow(left, wanted_left)
+                new_right = self.narrow(right, wanted_right)
                 if new_left is left and new_right is right:
                     return node
                 return node.copy(left=new_left, right=new_right)
 
             case Union(children=kids):
-                positions = [i for i, a in enumerate(node.output) if a.expr_id in needed]
+                positions = union_positions(node, needed)
                 if len(positions) == len(node.output):
                     new_kids = tuple(self.prune(k, k.output_ids) for k in kids)
                 else:
@@ -166,8 +171,9 @@ class _Pruner:
                     return node
                 return node.copy(children=new_kids)
 
-            case Generate(generator=gen, child=child):
-                new_child = self.narrow(child, (needed & child.output_ids) | gen.references)
+            case Generate(child=child):
+                (wanted,) = child_needs(node, needed)
+                new_child = self.narrow(child, wanted)
                 unrequired = tuple(i for i, a in enumerate(new_child.output)
                                    if a.expr_id not in needed)
                 if new_child is child and unrequired == node.unrequired_child_index:
@@ -175,9 +181,10 @@ class _Pruner:
                 return node.copy(child=new_child, unrequired_child_index=unrequired)
 
             case Expand(projections=projs, output=out, child=child):
-                keep = [i for i, a in enumerate(out) if a.expr_id in needed] or [0]
+                keep = expand_positions(node, needed)
                 new_projs = tuple(tuple(p[i] for i in keep) for p in projs)
-                new_child = self.narrow(child, _refs(e for p in new_projs for e in p))
+                (wanted,) = child_needs(node, needed)
+                new_child = self.narrow(child, wanted)
                 if len(keep) == len(out) and new_child is child:
                     return node
                 return node.copy(projections=new_projs, output=tuple(out[i] for i in keep),
@@ -187,18 +194,20 @@ class _Pruner:
                     self.before_subquery_rewrite and _has_predicate_subquery(cond)):
                 # Spark turns EXISTS and IN subqueries into joins after sparkext has run; a
                 # Project above this filter would then no longer reach the scan below it.
-                new_child = self.narrow(child, (needed | cond.references) & child.output_ids)
+                (wanted,) = child_needs(node, needed)
+                new_child = self.narrow(child, wanted)
                 return node if new_child is child else node.copy(child=new_child)
 
             case Filter(child=child):
                 # No Project here: the filters directly on a relation are what the file
                 # scan planner folds into the scan, with the Project above them, if any.
-                new_child = self.prune(child, (needed | node.references) & child.output_ids)
+                (wanted,) = child_needs(node, needed)
+                new_child = self.prune(child, wanted)
                 return node if new_child is child else node.copy(child=new_child)
 
             case _ if node.keeps_child_columns:
                 child = node.children[0]
-                wanted = (needed | node.references) & child.output_ids
+                (wanted,) = child_needs(node, needed)
                 new_child = self.narrow_scan(child, wanted)
                 return node if new_child is child else node.with_new_children([new_child])
 
@@ -258,7 +267,7 @@ def _narrow_exists_subqueries(plan: LogicalPlan) -> LogicalPlan:
     def narrow(e: Expression) -> Expression:
         if _is_exists(e) and e.keep is None and e.subquery_output is not None:
             out = frozenset(a.expr_id for a in e.subquery_output)
-            used = _refs(e.children_) & out
+            used = references_of(e.children_) & out
             if used != out:
                 return e.copy(keep=used)
         return e
