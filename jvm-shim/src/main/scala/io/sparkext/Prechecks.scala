@@ -136,7 +136,7 @@ private[sparkext] object ScanPrechecks {
 
 /**
  * Whether sparkext's sort rules can change `plan`: an over-approximation of the ordering
- * analysis (sparkext/ordering.py, sparkext/uniqueness.py) for one common shape only. Every
+ * analysis (sparkext/analysis/ordering.py, uniqueness.py) for one common shape only. Every
  * other plan "may change", and Python decides.
  *
  * The shape: from the root down, only `GlobalLimit`, `LocalLimit`, `Project` and `Filter`
