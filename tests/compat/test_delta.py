@@ -242,6 +242,51 @@ def test_a_delta_listing_is_kept_per_table_version(spark, tmp_path):
     assert files() == (2, 1)
 
 
+@pytest.mark.parametrize("query, listed", [
+    # bounded on a timestamp, a string: Delta's log holds no exact min/max of those
+    ("top-K on a timestamp", False),
+    ("max of a string", False),
+    ("min of a timestamp and a count", False),
+    # exact: a long, a date; a string partition column's values are the partition's
+    ("top-K on a long", True),
+    ("max of a long and a count", True),
+    ("min of a date", True),
+    ("top-K on a string partition column", True),
+    ("count alone", True),
+])
+def test_delta_files_are_listed_only_for_statistics_the_log_keeps_exactly(spark, tmp_path,
+                                                                         query, listed):
+    """The statistics rules' pre-checks list a Delta table's files (a Spark job over its
+    log) only where its log may bound the value exactly: not for a top-K or min/max of a
+    timestamp or string (the first query of each table version would pay for nothing). The
+    rows are Delta's either way."""
+    path = str(tmp_path / "bounded")
+    for rows in _batches():
+        (spark.createDataFrame(rows, FACTS_SCHEMA).withColumn("k", F.concat(F.lit("k"), "part"))
+         .repartition(1, "k").write.format("delta").partitionBy("k").mode("append").save(path))
+    df = spark.read.format("delta").load(path)
+    pipeline = {
+        "top-K on a timestamp": lambda: df.orderBy(F.desc("ts")).limit(2),
+        "max of a string": lambda: df.agg(F.max("s")),
+        "min of a timestamp and a count": lambda: df.agg(F.min("ts"), F.count("*")),
+        "top-K on a long": lambda: df.orderBy(F.desc("id")).limit(2),
+        "max of a long and a count": lambda: df.agg(F.max("id"), F.count("*")),
+        "min of a date": lambda: df.agg(F.min("d")),
+        "top-K on a string partition column": lambda: df.orderBy(F.desc("k"), "id").limit(2),
+        "count alone": lambda: df.agg(F.count("*")),
+    }[query]
+    testing = spark._jvm.io.sparkext.TestingSupport
+    # (Delta answers count, min and max of some types from its log itself, before sparkext
+    # sees a scan: switched off, so that every aggregate here reaches the pre-check)
+    with conf(spark, {"spark.databricks.delta.optimizeMetadataQuery.enabled": "false"}):
+        testing.clearFooterCache()
+        before = testing.deltaListingsMade()
+        rows = pipeline().collect()
+        assert (testing.deltaListingsMade() > before) is listed
+        with conf(spark, {"spark.sparkext.enabled": "false"}):
+            assert rows == pipeline().collect()
+
+
 def test_delta_column_mapping_and_deletion_vectors(spark, tmp_path):
     # Column mapping: the log keys partition values and stats by physical names (col-<uuid>),
     # not the columns' names. A deletion vector: the file's stats count deleted rows.

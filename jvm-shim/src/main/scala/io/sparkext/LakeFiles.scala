@@ -264,8 +264,20 @@ private[sparkext] object LakeFiles {
   private val EarliestDate = java.time.LocalDate.of(1583, 1, 1).toEpochDay
   private val LatestDate = java.time.LocalDate.of(9999, 12, 31).toEpochDay
 
+  /**
+   * The types whose min and max a Delta log may hold exactly (see [[delta]]; a value may
+   * still be left out: NaN, a widened float, a date out of range). The statistics rules'
+   * pre-checks read it too: a top-K or min/max over a Delta column of another type cannot
+   * use the log's statistics, so its files are not listed ([[ScanPrechecks]]).
+   */
+  def deltaMayBound(dt: DataType): Boolean = dt match {
+    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | DateType | BooleanType => true
+    case _ => false
+  }
+
   /** A Delta min or max as Catalyst's value, where it is the exact value (see [[delta]]); else None. */
-  private def deltaValue(n: JsonNode, c: DeltaColumn): Option[Any] = c.dataType match {
+  private def deltaValue(n: JsonNode, c: DeltaColumn): Option[Any] =
+    if (!deltaMayBound(c.dataType)) None else c.dataType match {
     case ByteType | ShortType | IntegerType | LongType if n.isIntegralNumber && n.canConvertToLong =>
       val v = n.longValue
       c.dataType match {

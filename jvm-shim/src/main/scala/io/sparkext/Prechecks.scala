@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.JsonNode
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, AttributeReference, AttributeSet,
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeReference, AttributeSet,
   EqualNullSafe, EqualTo, Expression, IsNull, NamedExpression, WindowExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Count, Max, Min}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -85,19 +85,35 @@ private[sparkext] object Prechecks {
  * of the rules' own matches (sparkext/rules/bound_top_k.py, answer_from_statistics.py):
  * any Limit, Offset or Project between the limit and the sort; Projects, and Filters that
  * read only the partition columns of a file relation, between the sort (or the aggregate)
- * and the relation; for an aggregate, only `min`, `max` and `count` of non-floating values.
- * The rules check the rest (which columns, which statistics).
+ * and the relation; for an aggregate, only `min`, `max` and `count` of non-floating values;
+ * over a Delta table, the values bounded (the top-K's first key, the min/max arguments) are
+ * partition columns or of a type Delta's log may bound exactly ([[LakeFiles.deltaMayBound]]:
+ * not timestamps, strings, decimals), else listing its files (a Spark job over its log)
+ * would buy nothing. The rules check the rest (which columns, which statistics).
  */
 private[sparkext] object ScanPrechecks {
-  private def overScan(p: LogicalPlan, filtered: AttributeSet): Boolean = p match {
-    case Project(_, c) => overScan(c, filtered)
-    case Filter(condition, c) => overScan(c, filtered ++ condition.references)
+  /** Whether `p` is a file scan through Projects and partition-column Filters; `bounded`:
+   *  the expressions whose min and max the rule needs, followed through aliases. */
+  private def overScan(p: LogicalPlan, filtered: AttributeSet, bounded: Seq[Expression]): Boolean = p match {
+    case Project(list, c) =>
+      val below = bounded.map {
+        case a: Attribute => list.collectFirst {
+          case al @ Alias(child: Attribute, _) if al.exprId == a.exprId => child
+        }.getOrElse(a)
+        case e => e
+      }
+      overScan(c, filtered, below)
+    case Filter(condition, c) => overScan(c, filtered ++ condition.references, bounded)
     case l: LogicalRelation => l.relation match {
       case fs: HadoopFsRelation =>
         // by name, as the relation's partition schema names its columns (a Project
         // renaming one on the way is over-approximated: the rule looks at ids)
         val resolver = SQLConf.get.resolver
-        filtered.forall(a => fs.partitionSchema.fieldNames.exists(resolver(_, a.name)))
+        def partition(a: Attribute) = fs.partitionSchema.fieldNames.exists(resolver(_, a.name))
+        filtered.forall(partition) && (!RelationFacts.isDelta(fs.location) || bounded.forall {
+          case a: Attribute if partition(a) => true  // its values are the partition's
+          case e => LakeFiles.deltaMayBound(e.dataType)
+        })
       case _ => false  // no files to list
     }
     case _: DataSourceV2Relation => true  // (Iceberg: its partitioning is not read here)
@@ -105,7 +121,7 @@ private[sparkext] object ScanPrechecks {
   }
 
   private def overSortedScan(p: LogicalPlan): Boolean = p match {
-    case s: Sort => s.global && overScan(s.child, AttributeSet.empty)
+    case s: Sort => s.global && s.order.nonEmpty && overScan(s.child, AttributeSet.empty, Seq(s.order.head.child))
     case _: Project | _: LocalLimit | _: GlobalLimit | _: Offset => overSortedScan(p.children.head)
     case _ => false
   }
@@ -127,9 +143,18 @@ private[sparkext] object ScanPrechecks {
     case _ => false
   }
 
+  /** The arguments of the `min` and `max` in `e`. */
+  private def bounded(e: Expression): Seq[Expression] = e.collect {
+    case ae: AggregateExpression => ae.aggregateFunction match {
+      case f @ (_: Min | _: Max) => f.children
+      case _ => Nil
+    }
+  }.flatten
+
   def globalAggregateOverScan(plan: LogicalPlan): Boolean = plan.exists {
     case a: Aggregate => a.groupingExpressions.isEmpty &&
-      a.aggregateExpressions.forall(fromStatistics) && overScan(a.child, AttributeSet.empty)
+      a.aggregateExpressions.forall(fromStatistics) &&
+      overScan(a.child, AttributeSet.empty, a.aggregateExpressions.flatMap(bounded))
     case _ => false
   }
 }

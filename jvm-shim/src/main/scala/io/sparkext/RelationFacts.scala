@@ -217,7 +217,7 @@ private[sparkext] object RelationFacts {
     Listing(if (kept) schema.fields.toSeq.map(_.dataType) else Nil, files)
   }
 
-  private def isDelta(index: FileIndex): Boolean = extendsClass(index.getClass, "org.apache.spark.sql.delta.files.TahoeFileIndex")
+  def isDelta(index: FileIndex): Boolean = extendsClass(index.getClass, "org.apache.spark.sql.delta.files.TahoeFileIndex")
 
   private def extendsClass(c: Class[_], name: String): Boolean =
     c != null && (c.getName == name || extendsClass(c.getSuperclass, name))
