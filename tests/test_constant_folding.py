@@ -64,3 +64,27 @@ def test_the_folder_decides_only_values_python_compares_as_spark():
     assert compare_constants("EqualTo", "a", "a", DataType('"char(3)"')) is None
     assert compare_constants("EqualTo", None, 1, T.LONG) is None
     assert compare_constants("EqualNullSafe", 1, 1, T.LONG) is None    # not a folded one
+
+
+def test_a_comparison_whose_type_python_cannot_derive_is_unknown_not_an_error():
+    # A rule-built Add of a LONG column and an INT literal: Python derives no type for it;
+    # the evaluator answers "may be true" (does not reject), as before the shared folder.
+    from sparkext.expressions import Add, lit
+    a = AttributeReference("a", T.LONG, True, None, 2)
+    assert not rejects_nulls(GreaterThan(Add(a, lit(1)), lit(5)), NULL_B)
+
+
+@pytest.mark.parametrize("x, y, t", [
+    (2 ** 53, 2 ** 53 + 1, T.DOUBLE),   # equal as doubles, not as Python ints
+    (1, 1, DataType('"decimal(10,2)"')),
+])
+def test_integers_of_a_non_integral_type_are_not_folded(x, y, t):
+    assert compare_constants("EqualTo", x, y, t) is None
+    assert simplify_inferred(EqualTo(Literal(x, t), Literal(y, t))) is None
+
+
+@pytest.mark.parametrize("t", [T.LONG, T.DATE, T.TIMESTAMP, T.BOOLEAN,
+                               DataType('"interval day to second"')])
+def test_integral_and_date_time_values_fold(t):
+    x, y = (False, True) if t == T.BOOLEAN else (1, 2)
+    assert compare_constants("LessThan", x, y, t) is True

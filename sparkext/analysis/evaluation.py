@@ -38,6 +38,7 @@ from sparkext.expressions import (
     Literal,
     Not,
     Or,
+    type_or_none,
 )
 from sparkext.types import DataType
 
@@ -48,10 +49,18 @@ __all__ = ["CONSTANT_COMPARISONS", "compare_constants", "evaluate_with_nulls", "
 def exact_value(v, t: DataType) -> bool:
     """Whether ``v``, a value of Spark type ``t``, compares in Python as it does in Spark
     (the module's docstring says which): what :func:`compare_constants` decides on, and what
-    the evaluator keeps as a known value. NULL (``None``) is one."""
-    if v is None or isinstance(v, (bool, int)):
+    the evaluator keeps as a known value. NULL (``None``) is one. Decided by the Spark type:
+    integral, boolean, date-time, interval and time values are integers, compared as Spark
+    compares them; a plain ``string`` (UTF8_BINARY) compares by code point in both. Not
+    floating point or decimals (a rule may build a DOUBLE literal from an int), collated
+    strings, CHAR or VARCHAR."""
+    if v is None:
         return True
-    return isinstance(v, str) and t.name == "string"
+    if isinstance(v, str):
+        return t.name == "string"
+    n = t.name
+    return isinstance(v, (bool, int)) and (
+        t.is_integral or t.is_datetime or n == "boolean" or n.startswith(("interval ", "time(")))
 
 
 def compare_constants(op: str, x, y, t: DataType) -> bool | None:
@@ -128,10 +137,13 @@ def evaluate_with_nulls(e: Expression, ids: frozenset) -> frozenset:
     values = [evaluate_with_nulls(c, ids) for c in e.children]
     if e.null_intolerant and any(c == {None} for c in values):
         return frozenset({None})
-    if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in values) \
-            and e.left.data_type == e.right.data_type:
+    if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in values):
         (x,), (y,) = values
-        return _compare_constants(type(e).__name__, x, y, e.left.data_type)
+        # (a type Python cannot derive, e.g. of an expression a rule built: unknown)
+        left_type = type_or_none(e.left)
+        if x is not _ANY and y is not _ANY and left_type is not None \
+                and left_type == type_or_none(e.right):
+            return _compare_constants(type(e).__name__, x, y, left_type)
     return _UNKNOWN
 
 
