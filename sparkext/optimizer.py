@@ -46,7 +46,6 @@ from sparkext.plan import LogicalPlan, Relation
 from sparkext.wire import WireString
 
 
-
 class Position(WireString):
     """Where the JVM runs a rule (the shim's sealed ``Position``); a member is also its wire
     string (``"fixed_point"``), so ``Rule(..., position="fixed_point")`` works too."""

@@ -63,7 +63,7 @@ class LogicalPlan(TreeNode):
 
     # -- facts the analyses read (NODE_FACTS) ----------------------------------------------
     # Undeclared here: each concrete class states every one, True or False, and @mirror
-    # refuses a class that leaves one out (_check_mirror), so a new node is a decision in
+    # refuses a class that leaves one out (_check_declaration), so a new node is a decision in
     # every analysis, never a silent False. They differ because the analyses ask different
     # questions of the same nodes; each analysis keeps its own algorithm and reads only its
     # fact.

@@ -28,6 +28,7 @@ UNCHANGED_WITH_STATS = '{"unchanged":true,"stats":['
 #: (``sparkext.context.HEADER``).
 HEADER_FIELDS = ("v", "root", *HEADER)
 
+
 class WireString(str, Enum):
     """A vocabulary the JVM spells as strings (a sort direction, a rule position): each
     member is its wire string, equal to it, hashed and printed as it, so the wire and

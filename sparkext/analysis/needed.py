@@ -43,7 +43,8 @@ from sparkext.plan import (
     Window,
 )
 
-__all__ = ["child_needs", "expand_positions", "needed_entries", "union_positions"]
+__all__ = ["child_needs", "expand_positions", "needed_entries", "references_of",
+           "union_positions"]
 
 
 def references_of(exprs: Iterable[Expression]) -> frozenset:

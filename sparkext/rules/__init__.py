@@ -73,9 +73,11 @@ PRUNE_SUBQUERY_INPUTS = Rule("prune_subquery_inputs",
 # change: nothing below it makes an order but Windows, whose order the first key is not
 # (or the Sort is a top-K's, under a limit: eliminate_sorts then removes it only when every
 # key is constant, and simplify_sort_keys reads no order), and no key can be constant or
-# follow a unique key. It over-approximates ordering.py and uniqueness.py: a change to what
-# those derive (a new source of orderings, constants or unique keys) must be made there
-# too (tests/test_prechecks.py checks the two agree on TPC-H, TPC-DS and the corpus).
+# follow a unique key. It over-approximates sparkext.analysis.ordering and .uniqueness: a
+# node kind that makes orderings, constants or unique keys there must be admitted by the
+# pre-check too (tests/test_prechecks.py checks the two agree on TPC-H, TPC-DS and the
+# corpus); the window functions they read travel in the registration
+# (catalyst_names.ORDERING_PRECHECK).
 SIMPLIFY_SORT_KEYS = Rule("simplify_sort_keys", simplify_sort_keys, matches=(Sort,),
                           jvm_precheck="ordering", idempotent=True)
 ELIMINATE_SORTS = Rule("eliminate_sorts", eliminate_sorts, matches=(Sort,),

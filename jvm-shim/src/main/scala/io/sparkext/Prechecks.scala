@@ -19,7 +19,8 @@ import org.apache.spark.sql.types.{DoubleType, FloatType}
  * necessary condition for the rule to change a plan, tested here before any encoding. When
  * every active rule declares one and none holds, the call is skipped (`skipped_precheck`).
  * A pre-check may say "may change" of a plan the rule leaves alone (that only costs a
- * call); it must never say "cannot change" of a plan the rule would change.
+ * call); it must never say "cannot change" of a plan the rule would change (one exception,
+ * a missed rewrite, never other rows: [[ScanPrechecks]] over Delta).
  *
  * What a pre-check must know of Python's analyses (the window functions they read) comes
  * in the registration document (`prechecks`, sparkext/bridge.py `precheck_vocabulary`):
@@ -89,7 +90,10 @@ private[sparkext] object Prechecks {
  * over a Delta table, the values bounded (the top-K's first key, the min/max arguments) are
  * partition columns or of a type Delta's log may bound exactly ([[LakeFiles.deltaMayBound]]:
  * not timestamps, strings, decimals), else listing its files (a Spark job over its log)
- * would buy nothing. The rules check the rest (which columns, which statistics).
+ * would buy nothing but the rare case the rules answer from counts alone (a column of
+ * NULLs only, no file at all): there these pre-checks under-approximate, on purpose, and
+ * the rewrite is missed (the plan stays as Spark's). The rules check the rest (which
+ * columns, which statistics).
  */
 private[sparkext] object ScanPrechecks {
   /** Whether `p` is a file scan through Projects and partition-column Filters; `bounded`:
