@@ -45,7 +45,7 @@ from sparkext.plan import (
     Union,
     Window,
 )
-from sparkext.rules.prune_columns import _narrow_exists_subqueries, _Pruner, prune_columns
+from sparkext.rules.prune_columns import _PRUNED, _narrow_exists_subqueries, _Pruner, prune_columns
 from tests import golden
 from tests.mirror_plans import Table, agg
 
@@ -183,7 +183,7 @@ def test_without_predicate_subqueries_both_rules_share_one_answer(title):
     assert prune_columns(plan, before_subquery_rewrite=True) is out
     assert prune_columns(plan) is out
     # An unchanged plan is kept as None, not as a reference from the node to itself.
-    assert plan._cache["#pruned"] is (None if out is plan else out)
+    assert plan._cache[_PRUNED.key] is (None if out is plan else out)  # kept, under its slot
 
 
 @pytest.mark.parametrize("title", [t for t in BEFORE_SUBQUERY_REWRITE if "EXISTS" in t])

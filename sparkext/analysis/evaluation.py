@@ -139,11 +139,7 @@ def evaluate_with_nulls(e: Expression, ids: frozenset) -> frozenset:
         return frozenset({None})
     if isinstance(e, BinaryComparison) and all(len(c) == 1 for c in values):
         (x,), (y,) = values
-        # (a type Python cannot derive, e.g. of an expression a rule built: unknown)
-        left_type = type_or_none(e.left)
-        if x is not _ANY and y is not _ANY and left_type is not None \
-                and left_type == type_or_none(e.right):
-            return _compare_constants(type(e).__name__, x, y, left_type)
+        return _compare_constants(e, x, y)
     return _UNKNOWN
 
 
@@ -209,12 +205,16 @@ def _null_safe_equal(xs: frozenset, ys: frozenset) -> frozenset:
         for x in xs for y in ys)
 
 
-def _compare_constants(op: str, x, y, t: DataType) -> frozenset:
-    """A comparison of two known values: NULL when either is; else as
-    :func:`compare_constants` decides it, or unknown where it does not."""
+def _compare_constants(e: BinaryComparison, x, y) -> frozenset:
+    """Comparison ``e`` of the values ``x`` and ``y``: NULL when either is; else as
+    :func:`compare_constants` decides it, or unknown where it does not, where either is
+    unknown, or where Python cannot derive the operands' type (an expression a rule built)."""
     if x is None or y is None:
         return frozenset({None})
     if x is _ANY or y is _ANY:
         return _UNKNOWN
-    decided = compare_constants(op, x, y, t)
+    t = type_or_none(e.left)
+    if t is None or t != type_or_none(e.right):
+        return _UNKNOWN
+    decided = compare_constants(type(e).__name__, x, y, t)
     return _UNKNOWN if decided is None else frozenset({decided})
